@@ -1,0 +1,3 @@
+"""maskmail: a self-hostable private email relay."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""The HTTP door: the /v3/relay/addresses JSON API."""

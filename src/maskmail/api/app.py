@@ -1,0 +1,49 @@
+"""The FastAPI application: engine and limiter live for the app's lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from maskmail import __version__
+from maskmail.api import docs, errors
+from maskmail.api.ratelimit import Limiter
+from maskmail.api.routes import addresses
+from maskmail.config import Settings
+from maskmail.store.engine import create_engine
+
+DESCRIPTION = (
+    "Private relay addresses: generate masks, list them, switch them off, "
+    "and see what happened to their mail. Authenticate with `Authorization: Bearer <API key>`."
+)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.engine = create_engine(
+            settings.resolved_database_url, pool_size=settings.db_pool_size
+        )
+        app.state.limiter = Limiter(settings.rate_limit, settings.redis_url)
+        try:
+            yield
+        finally:
+            await app.state.limiter.close()
+            await app.state.engine.dispose()
+
+    app = FastAPI(
+        title="maskmail",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        redirect_slashes=False,
+        # Scripts often send JSON without a Content-Type; Bearer auth rules out CSRF.
+        strict_content_type=False,
+    )
+    app.state.settings = settings
+    errors.install(app)
+    app.include_router(addresses.router)
+    docs.install(app)
+    return app

@@ -1,0 +1,69 @@
+"""Request dependencies: the database connection and the caller behind the API key."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.api.auth import bearer_token
+from maskmail.api.ratelimit import Limiter
+from maskmail.config import Settings
+from maskmail.core.errors import Unauthorized
+from maskmail.core.keys import hash_key
+from maskmail.store import accounts
+from maskmail.store.accounts import Owner
+from maskmail.store.engine import transaction
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+async def get_conn(request: Request) -> AsyncIterator[AsyncConnection]:
+    """One transaction per request, committed before the response is sent."""
+    readonly = request.method in SAFE_METHODS
+    async with transaction(request.app.state.engine, readonly=readonly) as conn:
+        yield conn
+
+
+def client_host(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+async def get_key_hash(request: Request) -> str:
+    """The presented key's hash, after counting the request against that key's limit.
+
+    Requests without a usable key count against the client's address instead, so a
+    flood of bad keys is throttled too.
+    """
+    limiter: Limiter = request.app.state.limiter
+    try:
+        token = bearer_token(request.headers.get("authorization"))
+    except Unauthorized:
+        await limiter.hit(f"anon:{client_host(request)}")
+        raise
+    key_hash = hash_key(token)
+    await limiter.hit(f"key:{key_hash}")
+    return key_hash
+
+
+KeyHash = Annotated[str, Depends(get_key_hash)]
+Conn = Annotated[AsyncConnection, Depends(get_conn, scope="function")]
+
+
+async def get_owner(request: Request, key_hash: KeyHash, conn: Conn) -> Owner:
+    owner = await accounts.owner_for_key(conn, key_hash)
+    if owner is None:
+        await request.app.state.limiter.hit(f"anon:{client_host(request)}")
+        raise Unauthorized("unknown or revoked API key")
+    return owner
+
+
+CurrentOwner = Annotated[Owner, Depends(get_owner)]
+CurrentSettings = Annotated[Settings, Depends(get_settings)]

@@ -1,0 +1,79 @@
+"""Every setting maskmail reads, in one typed object, read once at start-up."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+CONFIG_FILE_ENV = "MASKMAIL_CONFIG_FILE"
+
+
+class Settings(BaseSettings):
+    """Environment variables win over the optional TOML file (``MASKMAIL_CONFIG_FILE``)."""
+
+    model_config = SettingsConfigDict(env_prefix="MASKMAIL_", extra="ignore", frozen=True)
+
+    data_dir: Path = Path("./var")
+    database_url: str = ""
+    domain: str = "relay.localhost"
+    smarthost: str = ""
+    max_addresses_per_user: int = Field(default=0, ge=0)
+    max_page_size: int = Field(default=100, ge=1)
+    rate_limit: str = "600/minute"
+    redis_url: str = ""
+    address_length: int = Field(default=8, ge=6, le=64)
+    # Hosts whose X-Forwarded-* headers are believed (comma-separated IPs, or "*").
+    trusted_proxies: str = "127.0.0.1,::1"
+    db_pool_size: int = Field(default=10, ge=1)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        toml_path = os.environ.get(CONFIG_FILE_ENV)
+        if toml_path:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_path)))
+        return tuple(sources)
+
+    @field_validator("domain")
+    @classmethod
+    def _lower_domain(cls, value: str) -> str:
+        value = value.strip().lower().rstrip(".")
+        if not value or any(c.isspace() or c in "@/\\" for c in value):
+            raise ValueError("must be a bare domain name such as relay.example.com")
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL with an async driver, defaulting to SQLite in the data dir."""
+        url = self.database_url or f"sqlite+aiosqlite:///{self.data_dir / 'maskmail.db'}"
+        for plain, driver in (
+            ("sqlite://", "sqlite+aiosqlite://"),
+            ("postgresql://", "postgresql+asyncpg://"),
+            ("postgres://", "postgresql+asyncpg://"),
+        ):
+            if url.startswith(plain):
+                return driver + url[len(plain) :]
+        return url
+
+    @property
+    def trusted_proxy_hosts(self) -> frozenset[str]:
+        return frozenset(h.strip() for h in self.trusted_proxies.split(",") if h.strip())
+
+
+def load_settings() -> Settings:
+    return Settings()

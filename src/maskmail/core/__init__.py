@@ -1,0 +1,1 @@
+"""Pure rules: no I/O, no database, no HTTP, no SMTP."""

@@ -1,0 +1,67 @@
+"""The errors maskmail raises, shared by both doors.
+
+    MaskmailError
+     ├── InvalidAddress      an address or field that breaks a rule
+     ├── AddressNotFound     unknown, deleted, or another owner's
+     ├── AddressTaken        a unique value that already exists (retried by the store)
+     ├── LimitReached        the owner is at the address limit
+     ├── Unauthorized        no usable API key
+     ├── UserExists / UserNotFound
+     ├── StoreUnavailable    the database cannot be reached right now
+     └── RateLimited         too many requests from one key or client
+
+Each door maps these to its own replies (``api/errors.py``, ``mail/replies.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MaskmailError(Exception):
+    """Base class; ``message`` is safe to show to the caller."""
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+
+class InvalidAddress(MaskmailError):
+    pass
+
+
+class AddressNotFound(MaskmailError):
+    pass
+
+
+class AddressTaken(MaskmailError):
+    pass
+
+
+class LimitReached(MaskmailError):
+    pass
+
+
+class Unauthorized(MaskmailError):
+    pass
+
+
+class UserExists(MaskmailError):
+    pass
+
+
+class UserNotFound(MaskmailError):
+    pass
+
+
+class StoreUnavailable(MaskmailError):
+    pass
+
+
+class RateLimited(MaskmailError):
+    """Too many requests; ``retry_after`` is in whole seconds."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message, {"retry_after": retry_after})
+        self.retry_after = retry_after

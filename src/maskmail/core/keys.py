@@ -1,0 +1,16 @@
+"""API keys: random, recognisable by their prefix, stored only as a SHA-256."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+PREFIX = "mm_live_"
+
+
+def generate_key() -> str:
+    return PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,1 @@
+"""The database: tables, engine set-up, queries and migrations."""

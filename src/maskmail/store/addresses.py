@@ -1,0 +1,212 @@
+"""Relay addresses: create under the limit, list, page, change, delete, count mail."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.core import addresses as rules
+from maskmail.core.errors import AddressNotFound, AddressTaken, LimitReached, UserNotFound
+from maskmail.core.records import RelayAddress
+from maskmail.store.clock import now
+from maskmail.store.tables import addresses, tombstones, users
+
+Counter = Literal["num_forwarded", "num_blocked", "num_replied", "num_spam"]
+EDITABLE = frozenset({"description", "enabled", "block_spam"})
+# Each draw from 36^8 collides with an existing address with negligible probability;
+# this many collisions in a row means something else is wrong.
+MAX_DRAWS = 20
+
+_columns = [
+    addresses.c.id,
+    addresses.c.user_id,
+    addresses.c.address,
+    addresses.c.domain,
+    addresses.c.subdomain,
+    addresses.c.enabled,
+    addresses.c.block_spam,
+    addresses.c.description,
+    addresses.c.created_time,
+    addresses.c.updated_time,
+    addresses.c.num_forwarded,
+    addresses.c.num_blocked,
+    addresses.c.num_replied,
+    addresses.c.num_spam,
+]
+
+
+def to_record(row: Row[Any]) -> RelayAddress:
+    return RelayAddress(
+        id=row.id,
+        user_id=row.user_id,
+        address=row.address,
+        domain=row.domain,
+        subdomain=row.subdomain,
+        enabled=bool(row.enabled),
+        block_spam=bool(row.block_spam),
+        description=row.description,
+        created_time=row.created_time,
+        updated_time=row.updated_time,
+        num_forwarded=row.num_forwarded,
+        num_blocked=row.num_blocked,
+        num_replied=row.num_replied,
+        num_spam=row.num_spam,
+    )
+
+
+async def create_address(
+    conn: AsyncConnection,
+    user_id: int,
+    *,
+    domain: str,
+    length: int,
+    limit: int = 0,
+    description: str = "",
+    choose: rules.Chooser = secrets.choice,
+) -> RelayAddress:
+    """A new random address for the user, never one handed out before.
+
+    The owner's row is locked first, so that concurrent creates for one user queue up
+    and the limit check and the insert see the same world (SQLite's BEGIN IMMEDIATE
+    already serialises writers; FOR UPDATE does it on PostgreSQL).
+    """
+    locked = await conn.scalar(select(users.c.id).where(users.c.id == user_id).with_for_update())
+    if locked is None:
+        raise UserNotFound(f"no user with id {user_id}")
+    if limit > 0:
+        have = await conn.scalar(
+            select(func.count()).select_from(addresses).where(addresses.c.user_id == user_id)
+        )
+        if (have or 0) >= limit:
+            raise LimitReached(
+                f"this account has reached its limit of {limit} addresses",
+                {"limit": limit},
+            )
+    created = now()
+    for _ in range(MAX_DRAWS):
+        local = rules.generate_local_part(length, choose)
+        try:
+            async with conn.begin_nested():
+                await conn.execute(
+                    insert(tombstones).values(
+                        hash=rules.tombstone(rules.full_address(local, domain)),
+                        created_time=created,
+                    )
+                )
+                result = await conn.execute(
+                    insert(addresses)
+                    .values(
+                        user_id=user_id,
+                        address=local,
+                        domain=domain,
+                        subdomain=None,
+                        enabled=True,
+                        block_spam=False,
+                        description=description,
+                        created_time=created,
+                        updated_time=None,
+                        num_forwarded=0,
+                        num_blocked=0,
+                        num_replied=0,
+                        num_spam=0,
+                    )
+                    .returning(*_columns)
+                )
+                return to_record(result.one())
+        except IntegrityError:
+            continue
+    raise AddressTaken("could not find a free address; try again")
+
+
+def _owned(user_id: int, address_id: int) -> Any:
+    return (addresses.c.id == address_id) & (addresses.c.user_id == user_id)
+
+
+async def list_addresses(conn: AsyncConnection, user_id: int) -> list[RelayAddress]:
+    """All of the owner's addresses, oldest first."""
+    result = await conn.execute(
+        select(*_columns).where(addresses.c.user_id == user_id).order_by(addresses.c.id)
+    )
+    return [to_record(row) for row in result]
+
+
+async def page_addresses(
+    conn: AsyncConnection, user_id: int, *, offset: int, limit: int
+) -> tuple[int, Sequence[RelayAddress]]:
+    """The owner's total and one page of addresses: two queries, whatever the page size."""
+    count = int(
+        await conn.scalar(
+            select(func.count()).select_from(addresses).where(addresses.c.user_id == user_id)
+        )
+        or 0
+    )
+    if offset >= count:
+        return count, []
+    result = await conn.execute(
+        select(*_columns)
+        .where(addresses.c.user_id == user_id)
+        .order_by(addresses.c.id)
+        .offset(offset)
+        .limit(limit)
+    )
+    return count, [to_record(row) for row in result]
+
+
+async def get_address(conn: AsyncConnection, user_id: int, address_id: int) -> RelayAddress:
+    row = (await conn.execute(select(*_columns).where(_owned(user_id, address_id)))).first()
+    if row is None:
+        raise AddressNotFound("no such address")
+    return to_record(row)
+
+
+async def update_address(
+    conn: AsyncConnection, user_id: int, address_id: int, changes: Mapping[str, object]
+) -> RelayAddress:
+    """Change only the given editable fields; any change stamps ``updated_time``."""
+    unknown = set(changes) - EDITABLE
+    if unknown:
+        raise ValueError(f"not editable: {sorted(unknown)}")
+    if not changes:
+        return await get_address(conn, user_id, address_id)
+    result = await conn.execute(
+        update(addresses)
+        .where(_owned(user_id, address_id))
+        .values(**changes, updated_time=now())
+        .returning(*_columns)
+    )
+    row = result.first()
+    if row is None:
+        raise AddressNotFound("no such address")
+    return to_record(row)
+
+
+async def delete_address(conn: AsyncConnection, user_id: int, address_id: int) -> None:
+    """Delete the address; its tombstone, written at creation, stays."""
+    result = await conn.execute(delete(addresses).where(_owned(user_id, address_id)))
+    if result.rowcount != 1:
+        raise AddressNotFound("no such address")
+
+
+async def find_address(conn: AsyncConnection, local: str, domain: str) -> RelayAddress | None:
+    """The live address ``local@domain``, for the mail plane."""
+    row = (
+        await conn.execute(
+            select(*_columns).where(
+                addresses.c.address == local.lower(), addresses.c.domain == domain.lower()
+            )
+        )
+    ).first()
+    return None if row is None else to_record(row)
+
+
+async def count_mail(conn: AsyncConnection, address_id: int, counter: Counter) -> None:
+    """Add one to a counter in a single atomic statement: never read-modify-write."""
+    column = addresses.c[counter]
+    await conn.execute(
+        update(addresses).where(addresses.c.id == address_id).values({column: column + 1})
+    )

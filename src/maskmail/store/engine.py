@@ -1,0 +1,90 @@
+"""Engine set-up: the SQLite recipe that keeps concurrent writers correct, and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from maskmail.core.errors import StoreUnavailable
+
+READONLY = "maskmail_readonly"
+BUSY_TIMEOUT_MS = 10_000
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
+    """An async engine; for SQLite, with WAL, a busy timeout and ``BEGIN IMMEDIATE``."""
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)
+        _install_sqlite_recipe(engine)
+        return engine
+    return create_async_engine(
+        url, pool_size=pool_size, max_overflow=pool_size, pool_timeout=10, pool_recycle=3600
+    )
+
+
+def _install_sqlite_recipe(engine: AsyncEngine) -> None:
+    """Take transaction control away from the driver.
+
+    Python's sqlite3 begins transactions lazily and as DEFERRED, so two writers can both
+    read a value and then one of them fails (or worse, a lost update goes unnoticed).
+    Writers here take the write lock at BEGIN and wait for it up to the busy timeout.
+    Read-only transactions stay DEFERRED so that readers never queue behind writers (WAL).
+    """
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        readonly = conn.get_execution_options().get(READONLY, False)
+        conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+
+@contextmanager
+def unavailable_on_outage() -> Iterator[None]:
+    """Turn "the database is not there right now" into StoreUnavailable."""
+    try:
+        yield
+    except (OperationalError, PoolTimeout, ConnectionError, TimeoutError) as exc:
+        raise StoreUnavailable("the database is unavailable; try again shortly") from exc
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise StoreUnavailable("the database is unavailable; try again shortly") from exc
+        raise
+    except OSError as exc:
+        raise StoreUnavailable("the database is unavailable; try again shortly") from exc
+
+
+@asynccontextmanager
+async def transaction(
+    engine: AsyncEngine, *, readonly: bool = False
+) -> AsyncIterator[AsyncConnection]:
+    """One transaction: committed when the block succeeds, rolled back when it raises."""
+    with unavailable_on_outage():
+        async with engine.connect() as conn:
+            if readonly:
+                await conn.execution_options(**{READONLY: True})
+            async with conn.begin():
+                yield conn

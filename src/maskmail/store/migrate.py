@@ -1,0 +1,36 @@
+"""Applying migrations from code: ``maskmail db upgrade``, ``up`` and ``serve`` call this."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["url"] = url
+    return config
+
+
+def upgrade(url: str) -> None:
+    """Bring the database to the newest schema; doing it twice changes nothing."""
+    command.upgrade(alembic_config(url), "head")
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config("")).get_current_head()
+    if head is None:
+        raise RuntimeError("no migrations found")
+    return head
+
+
+def current_revision(connection: object) -> str | None:
+    """The revision a (sync) connection's database is at."""
+    return MigrationContext.configure(connection).get_current_revision()  # type: ignore[arg-type]

@@ -1,0 +1,80 @@
+"""The schema, in SQLAlchemy Core. Alembic migrations must describe the same tables."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+    false,
+    true,
+)
+
+# SQLite only makes INTEGER PRIMARY KEY an alias of the rowid; BIGINT would break autoincrement.
+IdType = BigInteger().with_variant(Integer(), "sqlite")
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("email", String(320), nullable=False, unique=True),
+    Column("created_time", BigInteger, nullable=False),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_time", BigInteger, nullable=False),
+    Column("revoked_time", BigInteger, nullable=True),
+)
+
+addresses = Table(
+    "addresses",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("address", String(64), nullable=False),
+    Column("domain", String(255), nullable=False),
+    Column("subdomain", String(63), nullable=True),
+    Column("enabled", Boolean, nullable=False, server_default=true()),
+    Column("block_spam", Boolean, nullable=False, server_default=false()),
+    Column("description", String(64), nullable=False, server_default=""),
+    Column("created_time", BigInteger, nullable=False),
+    Column("updated_time", BigInteger, nullable=True),
+    Column("num_forwarded", BigInteger, nullable=False, server_default="0"),
+    Column("num_blocked", BigInteger, nullable=False, server_default="0"),
+    Column("num_replied", BigInteger, nullable=False, server_default="0"),
+    Column("num_spam", BigInteger, nullable=False, server_default="0"),
+    UniqueConstraint("address", "domain"),
+    # Listing walks one owner's rows in id order; this index serves it, page by page.
+    Index(None, "user_id", "id"),
+)
+
+# One row for every address ever handed out, kept after deletion, so none is reused.
+tombstones = Table(
+    "tombstones",
+    metadata,
+    Column("hash", String(64), primary_key=True),
+    Column("created_time", BigInteger, nullable=False),
+)
+
+COUNTERS = ("num_forwarded", "num_blocked", "num_replied", "num_spam")
