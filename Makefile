@@ -1,0 +1,35 @@
+# The two commands of the README. Each creates the virtual environment it needs.
+PYTHON ?= python3
+UV := .tools/bin/uv
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := .venv
+
+.PHONY: run test lint typecheck pytest system-deps
+
+$(UV):
+	$(PYTHON) -m venv .tools
+	.tools/bin/pip install --quiet --disable-pip-version-check 'uv>=0.5'
+
+.venv/.synced: $(UV) pyproject.toml uv.lock
+	$(UV) sync --locked --quiet
+	touch $@
+
+## run: migrate, print a demo key on a new database, and serve the API and SMTP
+run: .venv/.synced
+	.venv/bin/maskmail up --demo
+
+## test: lint, type-check and run every test (PostgreSQL and Redis must be running)
+test: .venv/.synced system-deps lint typecheck pytest
+
+system-deps:
+	bash scripts/system-deps.sh
+
+lint:
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+typecheck:
+	.venv/bin/mypy
+
+pytest:
+	.venv/bin/pytest

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Debian packages the test suite drives as real peers. Installs only what is missing.
+set -euo pipefail
+packages=()
+# command:package pairs; extend as tests start real servers.
+for pair in ; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || packages+=("${pair##*:}")
+done
+if [ ${#packages[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "system-deps: need root to install: ${packages[*]}" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}"
+fi

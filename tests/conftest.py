@@ -1,0 +1,48 @@
+"""Fixtures for every test package: one migrated database per backend per session."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from maskmail.store.engine import create_engine
+from maskmail.store.migrate import upgrade
+from tests.support import BACKENDS, fresh_database
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def database_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A database migrated to head, shared by the session's tests of one backend."""
+    with fresh_database(request.param, tmp_path_factory.mktemp("db")) as url:
+        upgrade(url)
+        yield url
+
+
+@pytest.fixture
+def backend(database_url: str) -> str:
+    return "sqlite" if database_url.startswith("sqlite") else "postgres"
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url, pool_size=2)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def conn(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A connection inside a transaction that is rolled back after the test."""
+    async with engine.connect() as connection:
+        outer = await connection.begin()
+        yield connection
+        await outer.rollback()
+

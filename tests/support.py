@@ -1,0 +1,112 @@
+"""Helpers shared by the test packages: databases per backend, free ports, processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import asyncpg
+
+PG_ADMIN_DSN = os.environ.get(
+    "MASKMAIL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
+)
+BACKENDS = ("sqlite", "postgres")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _pg_admin(statement: str) -> None:
+    conn = await asyncpg.connect(PG_ADMIN_DSN, timeout=5)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+def _pg_url(name: str) -> str:
+    base = PG_ADMIN_DSN.rsplit("/", 1)[0].split("://", 1)[1]
+    return f"postgresql+asyncpg://{base}/{name}"
+
+
+@contextmanager
+def fresh_database(backend: str, tmp: Path) -> Iterator[str]:
+    """An empty database of the given backend, dropped afterwards; yields its URL.
+
+    PostgreSQL is required: if it cannot be reached this raises, and the test fails.
+    """
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp / f'mm-{secrets.token_hex(4)}.db'}"
+        return
+    name = f"maskmail_test_{os.getpid()}_{secrets.token_hex(4)}"
+    try:
+        asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise RuntimeError(
+            f"PostgreSQL is required for these tests and is not reachable at {PG_ADMIN_DSN}: "
+            f"{exc}"
+        ) from exc
+    try:
+        yield _pg_url(name)
+    finally:
+        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def maskmail_cmd(*args: str) -> list[str]:
+    return [str(Path(sys.executable).with_name("maskmail")), *args]
+
+
+def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        maskmail_cmd(*args),
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited early with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on port {port}")
+
+
+@contextmanager
+def running(
+    env: dict[str, str], *args: str, port: int, log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A maskmail process, stopped (SIGTERM, then SIGKILL) when the block ends."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            maskmail_cmd(*args), env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
+        )
+        try:
+            wait_for_port(port, proc)
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
