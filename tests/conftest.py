@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+
 import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -45,4 +46,3 @@ async def conn(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
         outer = await connection.begin()
         yield connection
         await outer.rollback()
-

@@ -15,9 +15,7 @@ from pathlib import Path
 
 import asyncpg
 
-PG_ADMIN_DSN = os.environ.get(
-    "MASKMAIL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test"
-)
+PG_ADMIN_DSN = os.environ.get("MASKMAIL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ("sqlite", "postgres")
 
 
@@ -54,8 +52,7 @@ def fresh_database(backend: str, tmp: Path) -> Iterator[str]:
         asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
     except (OSError, asyncpg.PostgresError) as exc:
         raise RuntimeError(
-            f"PostgreSQL is required for these tests and is not reachable at {PG_ADMIN_DSN}: "
-            f"{exc}"
+            f"PostgreSQL is required for these tests and is not reachable at {PG_ADMIN_DSN}: {exc}"
         ) from exc
     try:
         yield _pg_url(name)
@@ -78,7 +75,9 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
+def wait_for_port(
+    port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:

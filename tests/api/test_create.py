@@ -13,7 +13,9 @@ from tests.api.conftest import BASE, DOMAIN, Caller
 pytestmark = pytest.mark.anyio
 
 
-async def test_create_answers_200_with_initial_values(client: httpx.AsyncClient, alice: Caller) -> None:
+async def test_create_answers_200_with_initial_values(
+    client: httpx.AsyncClient, alice: Caller
+) -> None:
     before = int(time.time())
     response = await client.post(BASE, headers=alice.headers)
     after = int(time.time())

@@ -74,6 +74,8 @@ def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
         message = err.get("msg", "")
         if err["type"] in {"model_attributes_type", "json_invalid"}:
             message = "the body must be a JSON object, sent as application/json"
+        elif err["type"] == "string_pattern_mismatch":
+            message = "may not contain control characters such as line breaks"
         found.append({"field": ".".join(loc) or "body", "message": message, "type": err["type"]})
     return found
 

@@ -5,23 +5,22 @@ from __future__ import annotations
 import math
 import time
 
+import coredis
 from limits import RateLimitItem, parse
-from limits.aio.storage import MemoryStorage, Storage
+from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.aio.strategies import SlidingWindowCounterRateLimiter
-from limits.storage import storage_from_string
 
 from maskmail.core.errors import RateLimited
 
 
-def _storage(redis_url: str) -> Storage:
-    if not redis_url:
-        return MemoryStorage()
-    scheme, sep, rest = redis_url.partition("://")
-    if not sep or scheme not in {"redis", "rediss", "redis+unix"}:
-        raise ValueError("MASKMAIL_REDIS_URL must start with redis://, rediss:// or redis+unix://")
-    storage = storage_from_string(f"async+{scheme}://{rest}")
-    assert isinstance(storage, Storage)
-    return storage
+def _redis(redis_url: str) -> tuple[Storage, coredis.ConnectionPool]:
+    scheme, sep, _ = redis_url.partition("://")
+    if not sep or scheme not in {"redis", "rediss"}:
+        raise ValueError("MASKMAIL_REDIS_URL must start with redis:// or rediss://")
+    # Our own pool, so that shutdown can close its connections.
+    pool = coredis.ConnectionPool.from_url(redis_url)
+    storage = RedisStorage(f"async+{redis_url}", connection_pool=pool)  # type: ignore[arg-type]
+    return storage, pool
 
 
 class Limiter:
@@ -29,7 +28,11 @@ class Limiter:
 
     def __init__(self, rate: str, redis_url: str = "") -> None:
         self.item: RateLimitItem = parse(rate)
-        self.storage = _storage(redis_url)
+        self.pool: coredis.ConnectionPool | None = None
+        if redis_url:
+            self.storage, self.pool = _redis(redis_url)
+        else:
+            self.storage = MemoryStorage()
         self.strategy = SlidingWindowCounterRateLimiter(self.storage)
 
     async def hit(self, identifier: str) -> None:
@@ -44,3 +47,5 @@ class Limiter:
         # Only local counters are dropped: Redis counters belong to every API process.
         if isinstance(self.storage, MemoryStorage):
             await self.storage.reset()
+        if self.pool is not None:
+            self.pool.disconnect()

@@ -1,0 +1,88 @@
+"""Authentication and ownership: every 401 case, and users never see each other."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.core.keys import hash_key
+from maskmail.store import accounts
+from tests.api.conftest import BASE, Caller
+
+pytestmark = pytest.mark.anyio
+
+
+def _assert_401(response: httpx.Response) -> None:
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].lower().startswith("bearer")
+    body = response.json()
+    assert body["code"] == "unauthorized"
+    assert set(body) == {"code", "message", "details"}
+
+
+@pytest.mark.parametrize(
+    "header",
+    [None, "Basic YWxpY2U6c2VjcmV0", "Bearer", "Bearer ", "Bearer    ", "Token abc",
+     "Bearer mm_live_unknownkeyvalue", "Bearer a b"],
+    ids=["none", "basic", "bearer-no-token", "bearer-space", "bearer-blank", "token-scheme",
+         "unknown-key", "two-tokens"],
+)  # fmt: skip
+@pytest.mark.parametrize(("method", "path"), [("GET", BASE), ("POST", BASE), ("GET", f"{BASE}/1")])
+async def test_unusable_credentials_get_401(
+    client: httpx.AsyncClient, alice: Caller, header: str | None, method: str, path: str
+) -> None:
+    headers = {} if header is None else {"Authorization": header}
+    _assert_401(await client.request(method, path, headers=headers))
+
+
+async def test_revoked_key_stops_working_at_once(
+    client: httpx.AsyncClient, alice: Caller, conn: AsyncConnection
+) -> None:
+    assert (await client.get(BASE, headers=alice.headers)).status_code == 200
+    assert await accounts.revoke_key(conn, hash_key(alice.key))
+    _assert_401(await client.get(BASE, headers=alice.headers))
+    assert not await accounts.revoke_key(conn, hash_key(alice.key))
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr"])
+async def test_scheme_is_case_insensitive(
+    client: httpx.AsyncClient, alice: Caller, scheme: str
+) -> None:
+    response = await client.get(BASE, headers={"Authorization": f"{scheme} {alice.key}"})
+    assert response.status_code == 200
+
+
+async def test_users_never_see_each_others_objects(
+    client: httpx.AsyncClient, alice: Caller, bob: Caller
+) -> None:
+    mine = (await client.post(BASE, headers=alice.headers)).json()
+    theirs = (await client.post(BASE, headers=bob.headers)).json()
+    assert [a["id"] for a in (await client.get(BASE, headers=alice.headers)).json()] == [mine["id"]]
+    assert [a["id"] for a in (await client.get(BASE, headers=bob.headers)).json()] == [theirs["id"]]
+    page = (await client.get(f"{BASE}?paging=1", headers=bob.headers)).json()
+    assert page["count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "body"),
+    [("GET", None), ("PATCH", {"enabled": False}), ("PUT", {"description": "mine now"}),
+     ("DELETE", None)],
+)  # fmt: skip
+async def test_another_users_id_is_404_and_changes_nothing(
+    client: httpx.AsyncClient,
+    alice: Caller,
+    bob: Caller,
+    method: str,
+    body: dict[str, object] | None,
+) -> None:
+    target = (await client.post(BASE, headers=alice.headers)).json()
+    stranger = await client.request(
+        method, f"{BASE}/{target['id']}", headers=bob.headers, json=body
+    )
+    unknown = await client.request(method, f"{BASE}/987654321", headers=bob.headers, json=body)
+    assert stranger.status_code == unknown.status_code == 404
+    assert stranger.json() == unknown.json()
+    assert stranger.json()["code"] == "not_found"
+    after = await client.get(f"{BASE}/{target['id']}", headers=alice.headers)
+    assert after.json() == target
