@@ -76,7 +76,7 @@ def run_cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]
 
 
 def wait_for_port(
-    port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20
+    port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 60
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

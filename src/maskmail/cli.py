@@ -143,15 +143,16 @@ def _maybe_demo(settings: Settings, host: str, port: int) -> None:
 
     if not _in_transaction(settings, work):
         return
-    shown = "localhost" if host in {"0.0.0.0", "127.0.0.1", "::"} else host  # noqa: S104
+    shown = "127.0.0.1" if host in {"0.0.0.0", "::"} else host  # noqa: S104
+    if ":" in shown:
+        shown = f"[{shown}]"
     base = f"http://{shown}:{port}/v3/relay/addresses"
+    auth = f"-H 'Authorization: Bearer {key}'"
     typer.echo(
         f"New database: created the demo user {DEMO_MAILBOX} with this API key (shown once):\n"
         f"  {key}\n"
         "Create an address, then list them:\n"
-        f"  curl -s -X POST -H 'Authorization: Bearer {key}' {base}"
-        f" && curl -s -H 'Authorization: Bearer {key}' '{base}?paging=1'\n",
-        err=True,
+        f"  curl -sSf -X POST {auth} {base} && echo && curl -sSf {auth} '{base}?paging=1'\n"
     )
 
 

@@ -32,6 +32,9 @@ def serve_api(*, host: str, port: int, workers: int, access_log: bool) -> None:
         host=host,
         port=port,
         workers=workers,
+        # A worker importing the app on a loaded machine can take longer than the default 5 s;
+        # killing it then only adds load.
+        timeout_worker_healthcheck=30,
         **_uvicorn_options(access_log),  # type: ignore[arg-type]
     )
 

@@ -25,7 +25,9 @@ async def add_user(conn: AsyncConnection, email: str) -> int:
     try:
         async with conn.begin_nested():
             result = await conn.execute(
-                insert(users).values(email=email, created_time=now()).returning(users.c.id)
+                insert(users)
+                .values(email=email, email_key=email.lower(), created_time=now())
+                .returning(users.c.id)
             )
     except IntegrityError as exc:
         raise UserExists(f"a user with that email already exists: {email}") from exc
@@ -33,7 +35,7 @@ async def add_user(conn: AsyncConnection, email: str) -> int:
 
 
 async def user_id_for_email(conn: AsyncConnection, email: str) -> int:
-    found = await conn.scalar(select(users.c.id).where(users.c.email == email))
+    found = await conn.scalar(select(users.c.id).where(users.c.email_key == email.lower()))
     if found is None:
         raise UserNotFound(f"no such user: {email}")
     return int(found)

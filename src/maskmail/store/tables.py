@@ -33,7 +33,9 @@ users = Table(
     "users",
     metadata,
     Column("id", IdType, primary_key=True, autoincrement=True),
-    Column("email", String(320), nullable=False, unique=True),
+    Column("email", String(320), nullable=False),
+    # The mailbox in lower case: mailboxes that differ only in case are one user.
+    Column("email_key", String(320), nullable=False, unique=True),
     Column("created_time", BigInteger, nullable=False),
 )
 

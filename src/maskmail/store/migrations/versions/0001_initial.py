@@ -23,9 +23,10 @@ def upgrade() -> None:
         "users",
         sa.Column("id", Id, primary_key=True, autoincrement=True),
         sa.Column("email", sa.String(320), nullable=False),
+        sa.Column("email_key", sa.String(320), nullable=False),
         sa.Column("created_time", sa.BigInteger, nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_users"),
-        sa.UniqueConstraint("email", name="uq_users_email"),
+        sa.UniqueConstraint("email_key", name="uq_users_email_key"),
     )
     op.create_table(
         "api_keys",
