@@ -33,6 +33,8 @@ class Settings(BaseSettings):
     # Hosts whose X-Forwarded-* headers are believed (comma-separated IPs, or "*").
     trusted_proxies: str = "127.0.0.1,::1"
     db_pool_size: int = Field(default=10, ge=1)
+    # The API's bodies are a few hundred bytes; anything near this is abuse.
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
 
     @classmethod
     def settings_customise_sources(

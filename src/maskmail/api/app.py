@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from maskmail import __version__
 from maskmail.api import docs, errors
+from maskmail.api.bodylimit import BodyLimit
 from maskmail.api.ratelimit import Limiter
 from maskmail.api.routes import addresses
 from maskmail.config import Settings
@@ -45,5 +46,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
     app.include_router(addresses.router)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     docs.install(app)
     return app

@@ -70,7 +70,7 @@ async def list_addresses(
 @router.post(
     "",
     response_model=PrivateEmail,
-    responses=errors_for(401, 403, 429, 503),
+    responses=errors_for(401, 403, 413, 429, 503),
     summary="Generate a new address",
     description="Any request body is ignored. The new address is enabled, with zero counters.",
 )
@@ -109,7 +109,7 @@ _UPDATE_DOC = (
 @router.patch(
     "/{address_id}",
     response_model=PrivateEmail,
-    responses=errors_for(401, 404, 422, 429, 503),
+    responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Change an address",
     description=_UPDATE_DOC,
 )
@@ -122,7 +122,7 @@ async def patch_address(
 @router.put(
     "/{address_id}",
     response_model=PrivateEmail,
-    responses=errors_for(401, 404, 422, 429, 503),
+    responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Change an address (same as PATCH)",
     description=_UPDATE_DOC,
 )
