@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -49,8 +50,9 @@ def settings(database_url: str) -> Settings:
 AppFactory = Callable[..., Awaitable[FastAPI]]
 
 
-@pytest.fixture
-async def app(settings: Settings, conn: AsyncConnection) -> AsyncIterator[FastAPI]:
+@asynccontextmanager
+async def started_app(settings: Settings, conn: AsyncConnection) -> AsyncIterator[FastAPI]:
+    """The real app, through its lifespan, with requests on the test's connection."""
     application = create_app(settings)
 
     async def test_conn() -> AsyncIterator[AsyncConnection]:
@@ -64,10 +66,30 @@ async def app(settings: Settings, conn: AsyncConnection) -> AsyncIterator[FastAP
         yield application
 
 
-@pytest.fixture
-async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+@asynccontextmanager
+async def client_for(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        yield c
+
+
+@asynccontextmanager
+async def client_with(
+    settings: Settings, conn: AsyncConnection
+) -> AsyncIterator[httpx.AsyncClient]:
+    async with started_app(settings, conn) as application, client_for(application) as c:
+        yield c
+
+
+@pytest.fixture
+async def app(settings: Settings, conn: AsyncConnection) -> AsyncIterator[FastAPI]:
+    async with started_app(settings, conn) as application:
+        yield application
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with client_for(app) as c:
         yield c
 
 

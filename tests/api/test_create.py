@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
 import httpx
 import pytest
+from pydantic import ValidationError
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from tests.api.conftest import BASE, DOMAIN, Caller
+from maskmail.store.tables import api_keys
+from tests.api.conftest import BASE, DOMAIN, Caller, client_with, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -57,3 +62,22 @@ async def test_created_address_is_listed(client: httpx.AsyncClient, alice: Calle
     created = (await client.post(BASE, headers=alice.headers)).json()
     listed = (await client.get(BASE, headers=alice.headers)).json()
     assert listed == [created]
+
+
+async def test_address_length_is_configurable(
+    database_url: str, conn: AsyncConnection, alice: Caller
+) -> None:
+    async with client_with(make_settings(database_url, address_length=14), conn) as client:
+        body = (await client.post(BASE, headers=alice.headers)).json()
+    assert re.fullmatch(r"[a-z0-9]{14}", body["address"])
+
+
+def test_address_length_below_six_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        make_settings("sqlite://", address_length=5)
+
+
+async def test_only_the_hash_of_a_key_is_stored(conn: AsyncConnection, alice: Caller) -> None:
+    stored = (await conn.execute(select(api_keys.c.key_hash))).scalars().all()
+    assert hashlib.sha256(alice.key.encode()).hexdigest() in stored
+    assert all(alice.key not in value for value in stored)
