@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import secrets
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -35,6 +37,20 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1)
     # The API's bodies are a few hundred bytes; anything near this is abuse.
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # The mail plane.
+    # Hosts whose spam-verdict headers are believed: IPs or networks, comma-separated.
+    trusted_relays: str = "127.0.0.0/8,::1"
+    max_message_size: int = Field(default=25 * 1024 * 1024, ge=1024)
+    smtp_max_connections: int = Field(default=100, ge=1)
+    # Seconds a client may stay silent before the server hangs up.
+    smtp_timeout: float = Field(default=300, gt=0)
+    # Seconds to wait on the smarthost (connect and each command) before answering 451.
+    outbound_timeout: float = Field(default=60, gt=0)
+    # The name in the banner, the Received header and EHLO; defaults to the relay domain.
+    smtp_hostname: str = ""
+    # HMAC key for bounce addresses; unset: generated once and kept in the data dir.
+    bounce_secret: str = ""
+    rspamd_url: str = ""
 
     @classmethod
     def settings_customise_sources(
@@ -59,6 +75,20 @@ class Settings(BaseSettings):
             raise ValueError("must be a bare domain name such as relay.example.com")
         return value
 
+    @field_validator("smarthost")
+    @classmethod
+    def _check_smarthost(cls, value: str) -> str:
+        value = value.strip()
+        if value:
+            _split_host_port(value)
+        return value
+
+    @field_validator("trusted_relays")
+    @classmethod
+    def _check_relays(cls, value: str) -> str:
+        _networks(value)
+        return value
+
     @property
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL with an async driver, defaulting to SQLite in the data dir."""
@@ -75,6 +105,75 @@ class Settings(BaseSettings):
     @property
     def trusted_proxy_hosts(self) -> frozenset[str]:
         return frozenset(h.strip() for h in self.trusted_proxies.split(",") if h.strip())
+
+    @property
+    def smarthost_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the outbound server, or None to deliver to the outbox."""
+        return _split_host_port(self.smarthost) if self.smarthost else None
+
+    @property
+    def outbox_dir(self) -> Path:
+        """The Maildir that receives forwards when no smarthost is set."""
+        return self.data_dir / "outbox"
+
+    @property
+    def trusted_relay_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return _networks(self.trusted_relays)
+
+    @property
+    def mail_hostname(self) -> str:
+        return self.smtp_hostname or self.domain
+
+
+def _split_host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdecimal() or not 0 < int(port) < 65536:
+        raise ValueError("must be host:port, such as 127.0.0.1:25 or [::1]:25")
+    return host, int(port)
+
+
+def _networks(value: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    try:
+        return tuple(
+            ipaddress.ip_network(part.strip(), strict=False)
+            for part in value.split(",")
+            if part.strip()
+        )
+    except ValueError as exc:
+        raise ValueError(f"must be comma-separated IPs or networks: {exc}") from exc
+
+
+BOUNCE_SECRET_FILE = "bounce-secret"  # noqa: S105 (a file name)
+
+
+def load_bounce_secret(settings: Settings) -> bytes:
+    """The key that signs bounce addresses.
+
+    Taken from ``MASKMAIL_BOUNCE_SECRET`` when set; otherwise generated once and kept in
+    the data dir, so that bounces for mail sent before a restart still verify.
+    """
+    if settings.bounce_secret:
+        return settings.bounce_secret.encode("utf-8")
+    path = settings.data_dir / BOUNCE_SECRET_FILE
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        # Write aside, then link into place: link fails if another process won the race,
+        # and nobody ever reads a half-written key.
+        tmp = path.with_name(f".{BOUNCE_SECRET_FILE}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+    secret = path.read_text().strip()
+    if not secret:
+        raise ValueError(f"the bounce secret file {path} is empty; delete it to make a new one")
+    return secret.encode("utf-8")
 
 
 def load_settings() -> Settings:

@@ -8,7 +8,10 @@
      ├── Unauthorized        no usable API key
      ├── UserExists / UserNotFound
      ├── StoreUnavailable    the database cannot be reached right now
-     └── RateLimited         too many requests from one key or client
+     ├── RateLimited         too many requests from one key or client
+     ├── RelayDenied         mail for a foreign domain, or a forward that would loop
+     ├── DeliveryDeferred    the outbound server failed for now (retry later)
+     └── DeliveryRefused     the outbound server refused for good
 
 Each door maps these to its own replies (``api/errors.py``, ``mail/replies.py``).
 """
@@ -65,3 +68,15 @@ class RateLimited(MaskmailError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message, {"retry_after": retry_after})
         self.retry_after = retry_after
+
+
+class RelayDenied(MaskmailError):
+    """Mail for a domain that is not ours, or a forward that would loop."""
+
+
+class DeliveryDeferred(MaskmailError):
+    """The outbound server could not take the message now; the sender should retry."""
+
+
+class DeliveryRefused(MaskmailError):
+    """The outbound server refused the message for good."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -13,10 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressNotFound, AddressTaken, LimitReached, UserNotFound
 from maskmail.core.records import RelayAddress
+from maskmail.core.verdict import Counter
 from maskmail.store.clock import now
 from maskmail.store.tables import addresses, tombstones, users
 
-Counter = Literal["num_forwarded", "num_blocked", "num_replied", "num_spam"]
 EDITABLE = frozenset({"description", "enabled", "block_spam"})
 # Each draw from 36^8 collides with an existing address with negligible probability;
 # this many collisions in a row means something else is wrong.

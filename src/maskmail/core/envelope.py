@@ -1,0 +1,76 @@
+"""Envelope addresses as the mail plane receives them: checked, split, and placed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from maskmail.core.errors import InvalidAddress
+
+MAX_LOCAL = 64
+MAX_DOMAIN = 255
+MAX_ADDRESS = 254
+# Characters that have no place in an envelope address: line breaks would let a client
+# inject commands or headers further down the line; the rest are never valid.
+FORBIDDEN = frozenset('\r\n\x00\t <>()[]\\,;:"')
+
+
+@dataclass(frozen=True, slots=True)
+class Mailbox:
+    local: str
+    domain: str
+
+    def __str__(self) -> str:
+        return f"{self.local}@{self.domain}"
+
+
+def has_line_break(value: str) -> bool:
+    return "\r" in value or "\n" in value or "\x00" in value
+
+
+def parse_mailbox(raw: str) -> Mailbox:
+    """Split ``local@domain``, lower-casing the domain; InvalidAddress when malformed."""
+    if has_line_break(raw):
+        raise InvalidAddress("an address may not contain CR, LF or NUL")
+    if len(raw) > MAX_ADDRESS:
+        raise InvalidAddress("the address is too long")
+    local, at, domain = raw.rpartition("@")
+    if not at or not local or not domain:
+        raise InvalidAddress("an address needs a local part and a domain")
+    if any(c in FORBIDDEN or ord(c) < 32 or ord(c) == 127 for c in local):
+        raise InvalidAddress("the local part contains a forbidden character")
+    if len(local.encode("utf-8", "surrogateescape")) > MAX_LOCAL:
+        raise InvalidAddress("the local part is too long")
+    if local.startswith(".") or local.endswith(".") or ".." in local:
+        raise InvalidAddress("the local part has a misplaced dot")
+    return Mailbox(local, _check_domain(domain))
+
+
+def _check_domain(domain: str) -> str:
+    domain = domain.lower().rstrip(".")
+    try:
+        ascii_domain = domain.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise InvalidAddress("the domain is not a valid host name") from exc
+    labels = ascii_domain.split(".")
+    if len(ascii_domain) > MAX_DOMAIN or not all(
+        label
+        and len(label) <= 63
+        and not label.startswith("-")
+        and not label.endswith("-")
+        and all(c.isascii() and (c.isalnum() or c == "-") for c in label)
+        for label in labels
+    ):
+        raise InvalidAddress("the domain is not a valid host name")
+    return domain
+
+
+def is_ours(mailbox: Mailbox, domain: str) -> bool:
+    """True when the mailbox is at the relay domain: the only mail we accept."""
+    return mailbox.domain == domain.lower()
+
+
+def check_sender(raw: str) -> str:
+    """The MAIL FROM address: empty (a bounce) is fine, line breaks are not."""
+    if has_line_break(raw):
+        raise InvalidAddress("an address may not contain CR, LF or NUL")
+    return raw

@@ -1,0 +1,25 @@
+"""Reverse aliases: the unguessable address at the relay domain that stands for one sender."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Callable
+
+PREFIX = "r."
+RANDOM_BYTES = 15  # 120 bits, 24 base32 characters
+
+TokenSource = Callable[[int], bytes]
+
+
+def generate_alias_local(token: TokenSource = secrets.token_bytes) -> str:
+    """A fresh local part such as ``r.mfrggzdfmztwq2lknnwg23tpob``.
+
+    The dot can never appear in a relay address's ``[a-z0-9]`` local part, so the two
+    kinds never collide. ``token`` is a parameter so that tests can pin it.
+    """
+    return PREFIX + base64.b32encode(token(RANDOM_BYTES)).decode("ascii").lower()
+
+
+def is_alias_local(local: str) -> bool:
+    return local.lower().startswith(PREFIX)

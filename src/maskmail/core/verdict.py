@@ -1,0 +1,79 @@
+"""What happens to one message for one relay address: a pure decision, and what it counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from maskmail.core.records import RelayAddress
+
+Counter = Literal["num_forwarded", "num_blocked", "num_replied", "num_spam"]
+
+
+class Action(StrEnum):
+    FORWARD = "forward"  # deliver to the owner's mailbox
+    BLOCK = "block"  # accept and discard: the address is disabled
+    SPAM = "spam"  # accept and discard: spam, and the owner blocks spam
+    REPLY = "reply"  # the owner answers through a reverse alias (the replies issue)
+    DROP = "drop"  # accept and discard without counting: our own mail came back (a loop)
+    REFUSE = "refuse"  # answer with a permanent error: forwarding would loop
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the mail plane learned about a message before deciding."""
+
+    owner_mailbox: str
+    spam: bool = False
+    # The message carries the loop marker we add to every forward.
+    looped: bool = False
+    # The owner's mailbox is itself a relay address (at our domain).
+    owner_is_relay: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    action: Action
+    reason: str
+    target: str | None = None
+    spam: bool = False
+
+    @property
+    def counters(self) -> tuple[Counter, ...]:
+        """The counters this verdict adds one to, once it has been carried out.
+
+        For a forward that is after the smarthost accepted it (SPEC: counters). Spam
+        counts whatever happened next, so a delivered spam counts twice.
+        """
+        if self.action is Action.FORWARD:
+            return ("num_forwarded", "num_spam") if self.spam else ("num_forwarded",)
+        if self.action is Action.BLOCK:
+            return ("num_blocked",)
+        if self.action is Action.SPAM:
+            return ("num_spam",)
+        if self.action is Action.REPLY:
+            return ("num_replied",)
+        return ()
+
+
+def decide(address: RelayAddress, facts: Facts) -> Verdict:
+    """The verdict for a message to ``address``; no I/O, so every branch is unit-tested.
+
+    Order matters: a loop is stopped before anything is counted; a disabled address
+    blocks even spam (the owner asked for nothing to arrive); spam is judged last.
+    """
+    if facts.looped:
+        return Verdict(Action.DROP, "the message carries our own loop marker")
+    if not address.enabled:
+        return Verdict(Action.BLOCK, "the address is disabled")
+    if facts.owner_is_relay:
+        return Verdict(Action.REFUSE, "the owner's mailbox is itself a relay address")
+    if facts.spam and address.block_spam:
+        return Verdict(Action.SPAM, "spam, and the owner blocks spam", spam=True)
+    return Verdict(
+        Action.FORWARD,
+        "spam, forwarded as the owner allows" if facts.spam else "forward to the owner",
+        target=facts.owner_mailbox,
+        spam=facts.spam,
+    )

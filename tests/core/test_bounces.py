@@ -1,0 +1,35 @@
+"""Signed bounce addresses verify, and forged or stale ones do not."""
+
+from __future__ import annotations
+
+from maskmail.core.bounces import DAY, bounce_address, verify_bounce
+
+SECRET = b"k" * 32
+NOW = 1_790_000_000
+
+
+def local_of(address: str) -> str:
+    return address.rpartition("@")[0]
+
+
+def test_round_trip() -> None:
+    address = bounce_address(42, NOW, SECRET, "relay.test")
+    assert address.endswith("@relay.test")
+    assert verify_bounce(local_of(address), NOW + DAY, SECRET) == 42
+    assert verify_bounce(local_of(address).upper(), NOW, SECRET) == 42
+
+
+def test_forged_and_expired_fail() -> None:
+    local = local_of(bounce_address(42, NOW, SECRET, "relay.test"))
+    assert verify_bounce(local, NOW, b"other secret") is None
+    assert verify_bounce(local.replace("+42.", "+43."), NOW, SECRET) is None
+    assert verify_bounce(local, NOW + 8 * DAY, SECRET) is None
+    assert verify_bounce(local, NOW - 2 * DAY, SECRET) is None
+    for junk in ("bounce", "bounce+", "bounce+1.2", "other+1.2.abc", "bounce+x.2.abc"):
+        assert verify_bounce(junk, NOW, SECRET) is None
+
+
+def test_signature_depends_on_the_address() -> None:
+    a = bounce_address(1, NOW, SECRET, "relay.test")
+    b = bounce_address(2, NOW, SECRET, "relay.test")
+    assert a.split(".")[-2:] != b.split(".")[-2:]

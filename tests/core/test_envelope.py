@@ -1,0 +1,57 @@
+"""Envelope address rules: line breaks, malformed addresses, our domain or not."""
+
+from __future__ import annotations
+
+import pytest
+
+from maskmail.core.envelope import Mailbox, check_sender, is_ours, parse_mailbox
+from maskmail.core.errors import InvalidAddress
+
+
+def test_parses_and_lowercases_domain_only() -> None:
+    assert parse_mailbox("AbC@Relay.Test") == Mailbox("AbC", "relay.test")
+    assert str(parse_mailbox("x.y+z@relay.test.")) == "x.y+z@relay.test"
+
+
+def test_unicode_addresses_parse() -> None:
+    assert parse_mailbox("jürgen@bücher.example").domain == "bücher.example"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "a\r@relay.test", "a\n@relay.test", "a@relay.test\r\n", "a\x00@relay.test",
+        "a@relay.test\rRCPT TO:<b@relay.test>",
+    ],
+)  # fmt: skip
+def test_line_breaks_are_refused(raw: str) -> None:
+    with pytest.raises(InvalidAddress, match="CR, LF"):
+        parse_mailbox(raw)
+    with pytest.raises(InvalidAddress):
+        check_sender(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "", "plain", "@relay.test", "a@", "a b@relay.test", "a@relay..test",
+        "a@-relay.test", "a@relay_test.com", ".a@relay.test", "a..b@relay.test",
+        "<a@relay.test>", "a@[127.0.0.1]", "x" * 65 + "@relay.test", "a@" + "b" * 64 + ".test",
+        "a\t@relay.test",
+    ],
+)  # fmt: skip
+def test_malformed_addresses_are_refused(raw: str) -> None:
+    with pytest.raises(InvalidAddress):
+        parse_mailbox(raw)
+
+
+def test_is_ours_compares_the_whole_domain() -> None:
+    assert is_ours(parse_mailbox("a@RELAY.test"), "relay.test")
+    assert not is_ours(parse_mailbox("a@evil-relay.test"), "relay.test")
+    assert not is_ours(parse_mailbox("a@sub.relay.test"), "relay.test")
+    assert not is_ours(parse_mailbox("a@relay.test.evil.com"), "relay.test")
+
+
+def test_empty_sender_is_a_bounce_and_allowed() -> None:
+    assert check_sender("") == ""
+    assert check_sender("someone@example.com") == "someone@example.com"

@@ -1,0 +1,79 @@
+"""decide(): every branch, and what each verdict counts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from maskmail.core.records import RelayAddress
+from maskmail.core.verdict import Action, Facts, Verdict, decide
+
+OWNER = "owner@example.com"
+
+
+def make_address(*, enabled: bool = True, block_spam: bool = False) -> RelayAddress:
+    return RelayAddress(
+        id=7, user_id=1, address="abcdefgh", domain="relay.test", subdomain=None,
+        enabled=enabled, block_spam=block_spam, description="", created_time=0,
+        updated_time=None, num_forwarded=0, num_blocked=0, num_replied=0, num_spam=0,
+    )  # fmt: skip
+
+
+def test_enabled_address_forwards_to_owner() -> None:
+    verdict = decide(make_address(), Facts(owner_mailbox=OWNER))
+    assert verdict.action is Action.FORWARD
+    assert verdict.target == OWNER
+    assert verdict.counters == ("num_forwarded",)
+
+
+def test_disabled_address_blocks_even_spam() -> None:
+    for spam in (False, True):
+        verdict = decide(make_address(enabled=False), Facts(owner_mailbox=OWNER, spam=spam))
+        assert verdict.action is Action.BLOCK
+        assert verdict.target is None
+        assert verdict.counters == ("num_blocked",)
+
+
+def test_spam_with_block_spam_is_discarded_and_counted_as_spam() -> None:
+    verdict = decide(make_address(block_spam=True), Facts(owner_mailbox=OWNER, spam=True))
+    assert verdict.action is Action.SPAM
+    assert verdict.target is None
+    assert verdict.counters == ("num_spam",)
+
+
+def test_spam_without_block_spam_is_forwarded_and_counts_twice() -> None:
+    verdict = decide(make_address(), Facts(owner_mailbox=OWNER, spam=True))
+    assert verdict.action is Action.FORWARD
+    assert verdict.spam
+    assert verdict.counters == ("num_forwarded", "num_spam")
+
+
+def test_ham_with_block_spam_is_forwarded() -> None:
+    verdict = decide(make_address(block_spam=True), Facts(owner_mailbox=OWNER))
+    assert verdict.action is Action.FORWARD
+    assert not verdict.spam
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_looped_mail_is_dropped_without_counting(enabled: bool) -> None:
+    verdict = decide(make_address(enabled=enabled), Facts(owner_mailbox=OWNER, looped=True))
+    assert verdict.action is Action.DROP
+    assert verdict.counters == ()
+
+
+def test_owner_mailbox_at_relay_is_refused() -> None:
+    facts = Facts(owner_mailbox="other@relay.test", owner_is_relay=True)
+    verdict = decide(make_address(), facts)
+    assert verdict.action is Action.REFUSE
+    assert verdict.counters == ()
+
+
+def test_verdict_is_frozen() -> None:
+    verdict = Verdict(Action.FORWARD, "x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.action = Action.BLOCK  # type: ignore[misc]
+
+
+def test_reply_counts_replied() -> None:
+    assert Verdict(Action.REPLY, "x").counters == ("num_replied",)

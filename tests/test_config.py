@@ -1,0 +1,51 @@
+"""Mail-plane settings: smarthost, trusted relays, and the bounce secret kept across restarts."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from maskmail.config import BOUNCE_SECRET_FILE, Settings, load_bounce_secret
+
+
+def test_smarthost_parses_host_and_port() -> None:
+    assert Settings(smarthost="127.0.0.1:2526").smarthost_address == ("127.0.0.1", 2526)
+    assert Settings(smarthost="[::1]:25").smarthost_address == ("::1", 25)
+    assert Settings().smarthost_address is None
+
+
+@pytest.mark.parametrize("bad", ["localhost", "host:", ":25", "host:0", "host:99999", "h:x"])
+def test_bad_smarthost_is_refused(bad: str) -> None:
+    with pytest.raises(ValidationError):
+        Settings(smarthost=bad)
+
+
+def test_outbox_is_in_the_data_dir(tmp_path: Path) -> None:
+    assert Settings(data_dir=tmp_path).outbox_dir == tmp_path / "outbox"
+
+
+def test_trusted_relays_default_to_loopback() -> None:
+    networks = Settings().trusted_relay_networks
+    assert ipaddress.ip_address("127.0.0.1") in networks[0]
+    assert ipaddress.ip_network("::1") in networks
+    with pytest.raises(ValidationError):
+        Settings(trusted_relays="127.0.0.1,nonsense")
+
+
+def test_bounce_secret_is_generated_once_and_kept(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    first = load_bounce_secret(settings)
+    assert len(first) == 64
+    assert load_bounce_secret(Settings(data_dir=tmp_path / "data")) == first
+    assert (tmp_path / "data" / BOUNCE_SECRET_FILE).stat().st_mode & 0o077 == 0
+    assert load_bounce_secret(Settings(data_dir=tmp_path / "other")) != first
+    assert [p.name for p in (tmp_path / "data").iterdir()] == [BOUNCE_SECRET_FILE]
+
+
+def test_configured_bounce_secret_wins(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, bounce_secret="s3cret")
+    assert load_bounce_secret(settings) == b"s3cret"
+    assert not (tmp_path / BOUNCE_SECRET_FILE).exists()
