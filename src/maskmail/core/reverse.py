@@ -23,3 +23,12 @@ def generate_alias_local(token: TokenSource = secrets.token_bytes) -> str:
 
 def is_alias_local(local: str) -> bool:
     return local.lower().startswith(PREFIX)
+
+
+def sender_key(sender: str) -> str:
+    """The form a sender is stored in, so that one person maps to one reverse alias.
+
+    Mail systems treat the domain case-insensitively and, in practice, the local part
+    too; lower-casing the whole address keeps ``Alice@X`` and ``alice@x`` together.
+    """
+    return sender.strip().lower()

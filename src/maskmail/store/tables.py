@@ -79,4 +79,18 @@ tombstones = Table(
     Column("created_time", BigInteger, nullable=False),
 )
 
+# One row for each pair of relay address and outside sender: the address the owner's
+# replies go to. Deleting the relay address deletes its reverse aliases.
+reverse_aliases = Table(
+    "reverse_aliases",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), nullable=False),
+    Column("sender", String(320), nullable=False),
+    Column("alias", String(64), nullable=False, unique=True),
+    Column("domain", String(255), nullable=False),
+    Column("created_time", BigInteger, nullable=False),
+    UniqueConstraint("address_id", "sender"),
+)
+
 COUNTERS = ("num_forwarded", "num_blocked", "num_replied", "num_spam")

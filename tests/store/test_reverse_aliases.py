@@ -1,0 +1,83 @@
+"""Reverse aliases: stable per pair, unique, made once under concurrency, gone with the address."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from maskmail.core.errors import AddressTaken
+from maskmail.store import accounts
+from maskmail.store.addresses import create_address, delete_address
+from maskmail.store.engine import transaction
+from maskmail.store.reverse_aliases import find_reverse_alias, reverse_alias_for
+
+pytestmark = pytest.mark.anyio
+DOMAIN = "relay.test"
+
+
+async def new_address(conn: AsyncConnection) -> tuple[int, int]:
+    user_id = await accounts.add_user(conn, f"u{secrets.token_hex(6)}@example.com")
+    address = await create_address(conn, user_id, domain=DOMAIN, length=8)
+    return user_id, address.id
+
+
+async def test_same_pair_gets_the_same_alias(conn: AsyncConnection) -> None:
+    _, address_id = await new_address(conn)
+    first = await reverse_alias_for(conn, address_id, "Alice@Example.com", domain=DOMAIN)
+    again = await reverse_alias_for(conn, address_id, "alice@example.COM", domain=DOMAIN)
+    assert again == first
+    assert first.sender == "alice@example.com"
+    assert first.full_address == f"{first.alias}@{DOMAIN}"
+    assert await find_reverse_alias(conn, first.alias.upper()) == first
+
+
+async def test_other_sender_or_address_gets_another_alias(conn: AsyncConnection) -> None:
+    _, one = await new_address(conn)
+    _, two = await new_address(conn)
+    a = await reverse_alias_for(conn, one, "alice@example.com", domain=DOMAIN)
+    b = await reverse_alias_for(conn, one, "bob@example.com", domain=DOMAIN)
+    c = await reverse_alias_for(conn, two, "alice@example.com", domain=DOMAIN)
+    assert len({a.alias, b.alias, c.alias}) == 3
+
+
+def tokens(*values: bytes) -> Iterator[bytes]:
+    yield from values
+
+
+async def test_a_colliding_draw_is_drawn_again(conn: AsyncConnection) -> None:
+    _, address_id = await new_address(conn)
+    fixed = b"\x01" * 15
+    first = await reverse_alias_for(conn, address_id, "a@example.com", domain=DOMAIN,
+                                    token=lambda n: fixed)  # fmt: skip
+    draws = tokens(fixed, b"\x02" * 15)
+    second = await reverse_alias_for(
+        conn, address_id, "b@example.com", domain=DOMAIN, token=lambda n: next(draws)
+    )
+    assert second.alias != first.alias
+    with pytest.raises(AddressTaken):
+        await reverse_alias_for(
+            conn, address_id, "c@example.com", domain=DOMAIN, token=lambda n: fixed
+        )
+
+
+async def test_deleting_the_address_deletes_its_aliases(conn: AsyncConnection) -> None:
+    user_id, address_id = await new_address(conn)
+    alias = await reverse_alias_for(conn, address_id, "a@example.com", domain=DOMAIN)
+    await delete_address(conn, user_id, address_id)
+    assert await find_reverse_alias(conn, alias.alias) is None
+
+
+async def test_concurrent_first_use_agrees_on_one_alias(engine: AsyncEngine) -> None:
+    async with transaction(engine) as conn:
+        _, address_id = await new_address(conn)
+
+    async def make() -> str:
+        async with transaction(engine) as conn:
+            return (await reverse_alias_for(conn, address_id, "x@example.com", domain=DOMAIN)).alias
+
+    made = await asyncio.gather(*(make() for _ in range(4)))
+    assert len(set(made)) == 1
