@@ -1,0 +1,183 @@
+"""Rewriting a forward: new sender headers, an allowlist for the rest, the body untouched.
+
+Only the header block is parsed. The body is carried over as the bytes that arrived,
+because re-serialising a parsed (multipart) message changes bytes and breaks signatures.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from email import policy
+from email.errors import HeaderParseError
+from email.headerregistry import Address
+from email.message import EmailMessage
+from email.parser import Parser
+from email.utils import format_datetime, formataddr
+
+from maskmail.core.spam import VERDICT_HEADERS
+
+LOOP_HEADER = "X-Maskmail-Loop"
+# Headers the owner's mail client needs to show, thread and unpack the message. Everything
+# else (Received chains, DKIM and ARC signatures, Sender, Return-Path, tracking headers)
+# is dropped: it would leak hops or no longer be true after the rewrite.
+ALLOWLIST = frozenset(
+    {
+        "subject", "date", "message-id", "in-reply-to", "references", "to", "cc",
+        "mime-version", "content-type", "content-transfer-encoding", "content-disposition",
+        "content-language", "content-id", "content-description",
+        "list-id", "list-unsubscribe", "list-unsubscribe-post", "list-archive", "list-help",
+        "list-post", "list-subscribe", "list-owner", "precedence", "auto-submitted",
+        "importance", "priority", "x-priority", "sensitivity", "thread-topic", "thread-index",
+        "keywords", "comments",
+    }
+)  # fmt: skip
+MAX_DISPLAY = 200
+_UNSAFE_TOKEN = re.compile(r"[^A-Za-z0-9.\-\[\]:_]")
+_BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+
+Fields = list[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Who wrote, as the owner should see it."""
+
+    display_name: str
+    address: str
+    # Where a reply should go: Reply-To when the sender set one, else From.
+    reply_to: str
+
+
+def split_message(raw: bytes) -> tuple[bytes, bytes]:
+    """The header block (without the blank line) and the body, byte for byte."""
+    if raw.startswith((b"\r\n", b"\n")):
+        return b"", raw[2:] if raw.startswith(b"\r\n") else raw[1:]
+    found = _BLANK_LINE.search(raw)
+    if found is None:
+        return raw, b""
+    # The header block keeps its own final line break.
+    end_of_headers = raw.index(b"\n", found.start()) + 1
+    return raw[:end_of_headers], raw[found.end() :]
+
+
+def parse_headers(header_block: bytes) -> EmailMessage:
+    """The header block parsed on its own; the body is never parsed.
+
+    Decoded as UTF-8 first (RFC 6532 headers arrive with SMTPUTF8); bytes that are not
+    UTF-8 are surrogate-escaped, so they can be written back exactly as they came.
+    """
+    text = header_block.decode("utf-8", "surrogateescape")
+    parsed = Parser(policy=policy.default).parsestr(text, headersonly=True)
+    assert isinstance(parsed, EmailMessage)
+    return parsed
+
+
+def header_fields(headers: EmailMessage) -> Fields:
+    """The headers in order, values raw (still folded; 8-bit bytes surrogate-escaped)."""
+    return [(name, str(value)) for name, value in headers.raw_items()]
+
+
+def _first_address(headers: EmailMessage, name: str) -> str | None:
+    try:
+        header = headers.get(name)
+        found = list(getattr(header, "addresses", ()))
+    except (HeaderParseError, IndexError, ValueError, TypeError):
+        return None
+    for address in found:
+        if isinstance(address, Address) and "@" in address.addr_spec and _clean(address.addr_spec):
+            return address.addr_spec
+    return None
+
+
+def _clean(text: str) -> bool:
+    """No undecodable bytes and no line breaks: safe to store and to show."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not any(c in text for c in "\r\n\x00")
+
+
+def _display_name(headers: EmailMessage) -> str:
+    try:
+        found = list(getattr(headers.get("from"), "addresses", ()))
+    except (HeaderParseError, IndexError, ValueError, TypeError):
+        return ""
+    name = str(found[0].display_name) if found else ""
+    return name if _clean(name) else ""
+
+
+def origin(headers: EmailMessage, envelope_sender: str) -> Origin:
+    """The author from ``From`` (falling back to the envelope), and where replies go."""
+    address = _first_address(headers, "from") or envelope_sender
+    return Origin(
+        display_name=_display_name(headers),
+        address=address,
+        reply_to=_first_address(headers, "reply-to") or address,
+    )
+
+
+def has_loop_marker(fields: Fields, marker: str) -> bool:
+    return any(
+        name.lower() == LOOP_HEADER.lower() and value.strip().lower() == marker.lower()
+        for name, value in fields
+    )
+
+
+def sender_display(author: Origin) -> str:
+    """The display name the owner sees: the original name and address."""
+    shown = f"{author.display_name} ({author.address})" if author.display_name else author.address
+    shown = " ".join(shown.split()) or "unknown sender"
+    return shown[:MAX_DISPLAY]
+
+
+def received_header(
+    *, helo: str | None, peer_ip: str | None, hostname: str, relay_address: str, when: datetime
+) -> str:
+    """Our ``Received`` line; the client's HELO name is reduced to safe characters."""
+    helo_name = _UNSAFE_TOKEN.sub("", helo or "unknown")[:64] or "unknown"
+    peer = _UNSAFE_TOKEN.sub("", peer_ip or "unknown")
+    return (
+        f"Received: from {helo_name} ([{peer}])\r\n\tby {hostname} (maskmail) with ESMTP"
+        f"\r\n\tfor <{relay_address}>; {format_datetime(when)}\r\n"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """Everything the rewrite needs besides the message."""
+
+    relay_address: str
+    reverse_alias: str
+    received: str
+    loop_marker: str
+    spam: bool
+    # The connecting host is a trusted relay, so its filter's verdict headers stay.
+    keep_verdicts: bool
+
+
+def _line(name: str, value: str) -> bytes:
+    value = value.replace("\r\n", "\n").replace("\n", "\r\n")
+    return f"{name}: {value}\r\n".encode("utf-8", "surrogateescape")
+
+
+def rewrite(raw: bytes, fields: Fields, author: Origin, forward: Forward) -> bytes:
+    """The forwarded message: our headers, the allowed original ones, the original body."""
+    _, body = split_message(raw)
+    kept = [
+        (name, value)
+        for name, value in fields
+        if name.lower() in ALLOWLIST or (forward.keep_verdicts and name.lower() in VERDICT_HEADERS)
+    ]
+    out = [
+        forward.received.encode("ascii"),
+        _line("From", formataddr((sender_display(author), forward.relay_address), "utf-8")),
+        _line("Reply-To", forward.reverse_alias),
+        _line(LOOP_HEADER, forward.loop_marker),
+    ]
+    if forward.spam and not any(name.lower() == "x-spam-flag" for name, _ in kept):
+        out.append(_line("X-Spam-Flag", "YES"))
+    out.extend(_line(name, value) for name, value in kept)
+    return b"".join(out) + b"\r\n" + body

@@ -1,0 +1,151 @@
+"""The server itself: banner, extensions, connection limit, and errors that stay private."""
+
+from __future__ import annotations
+
+import asyncio
+import smtplib
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from maskmail.mail.handler import MailContext, RelayHandler
+from maskmail.mail.server import start_smtp
+from maskmail.mail.spam import SpamJudge
+from tests.mail.conftest import DOMAIN, HOST, Masks, message, send_async
+from tests.support import free_port
+
+pytestmark = pytest.mark.anyio
+
+
+def greet(port: int) -> tuple[bytes, bytes]:
+    with smtplib.SMTP(timeout=30) as client:
+        _, banner = client.connect(HOST, port)
+        client.ehlo("client.example.com")
+        assert client.ehlo_resp is not None
+        return banner, client.ehlo_resp
+
+
+async def test_banner_and_extensions(relay: int) -> None:
+    banner, ehlo = await asyncio.to_thread(greet, relay)
+    assert banner == f"{DOMAIN} ESMTP".encode()
+    assert b"Python" not in banner and b"aiosmtpd" not in banner.lower()
+    lines = ehlo.split(b"\n")
+    assert b"SMTPUTF8" in lines
+    assert b"8BITMIME" in lines
+    assert f"SIZE {25 * 1024 * 1024}".encode() in lines
+
+
+async def test_utf8_envelope_and_headers_are_forwarded(relay: int, masks: Masks) -> None:
+    mask = await masks.make()
+
+    def send_utf8() -> None:
+        with smtplib.SMTP(HOST, relay, timeout=30) as client:
+            data = (
+                f"From: Jürgen <jürgen@bücher.example>\r\nTo: {mask.address}\r\n"
+                "Subject: Grüße\r\n\r\nGrüße\r\n"
+            ).encode()
+            client.sendmail("jürgen@bücher.example", [mask.address], data, ["SMTPUTF8"])
+
+    await asyncio.to_thread(send_utf8)
+    assert (await mask.counters())["num_forwarded"] == 1
+
+
+class Exploding:
+    async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None:
+        raise RuntimeError("secret internal detail")
+
+
+@pytest.fixture
+async def limited(relay_engine: AsyncEngine) -> AsyncIterator[int]:
+    """A server with room for two connections and an outbound that always crashes."""
+    context = MailContext(
+        engine=relay_engine,
+        domain=DOMAIN,
+        hostname=DOMAIN,
+        outbound=Exploding(),
+        judge=SpamJudge(()),
+        bounce_secret=b"k",
+    )
+    port = free_port()
+    server = await start_smtp(
+        RelayHandler(context),
+        host=HOST,
+        port=port,
+        hostname=DOMAIN,
+        max_message_size=1 << 20,
+        max_connections=2,
+        idle_timeout=30,
+    )
+    yield port
+    server.close()
+
+
+def banner_of(sock: socket.socket) -> bytes:
+    return sock.recv(1024)
+
+
+async def test_connection_limit_turns_away_the_extra_client(limited: int) -> None:
+    def scenario() -> tuple[bytes, bytes, bytes]:
+        first = socket.create_connection((HOST, limited))
+        second = socket.create_connection((HOST, limited))
+        try:
+            banners = banner_of(first), banner_of(second)
+            with socket.create_connection((HOST, limited)) as third:
+                turned_away = banner_of(third)
+        finally:
+            first.close()
+            second.close()
+        return *banners, turned_away
+
+    one, two, three = await asyncio.to_thread(scenario)
+    assert one.startswith(b"220 ") and two.startswith(b"220 ")
+    assert three.startswith(b"421 4.7.0")
+
+    def after_closing() -> bytes:
+        # Closed connections give their places back.
+        for _ in range(50):
+            with socket.create_connection((HOST, limited)) as sock:
+                got = banner_of(sock)
+            if got.startswith(b"220 "):
+                return got
+        return got
+
+    assert (await asyncio.to_thread(after_closing)).startswith(b"220 ")
+
+
+async def test_unexpected_errors_answer_451_without_detail(limited: int, masks: Masks) -> None:
+    mask = await masks.make()
+    with pytest.raises(smtplib.SMTPDataError) as caught:
+        await send_async(limited, "a@example.com", [mask.address], message(to=mask.address))
+    assert caught.value.smtp_code == 451
+    assert b"secret" not in caught.value.smtp_error
+    assert (await mask.counters())["num_forwarded"] == 0
+
+
+async def test_idle_clients_are_disconnected(relay_engine: AsyncEngine, tmp_path: Path) -> None:
+    context = MailContext(
+        engine=relay_engine, domain=DOMAIN, hostname=DOMAIN, outbound=Exploding(),
+        judge=SpamJudge(()), bounce_secret=b"k",
+    )  # fmt: skip
+    port = free_port()
+    server = await start_smtp(
+        RelayHandler(context), host=HOST, port=port, hostname=DOMAIN,
+        max_message_size=1 << 20, max_connections=2, idle_timeout=0.5,
+    )  # fmt: skip
+
+    def idle() -> bytes:
+        with socket.create_connection((HOST, port), timeout=20) as sock:
+            data = b""
+            while chunk := sock.recv(1024):
+                data += chunk
+            return data
+
+    try:
+        said = await asyncio.to_thread(idle)
+    finally:
+        server.close()
+    assert said.startswith(b"220 ")
+    assert b"\r\n421 4.4.2 " in said
