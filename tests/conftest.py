@@ -9,7 +9,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import upgrade
-from tests.support import BACKENDS, fresh_database
+from tests.sink import Sink
+from tests.support import BACKENDS, free_port, fresh_database
 
 
 @pytest.fixture
@@ -46,3 +47,12 @@ async def conn(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
         outer = await connection.begin()
         yield connection
         await outer.rollback()
+
+
+@pytest.fixture
+def sink() -> Iterator[Sink]:
+    """An in-process smarthost that records what arrives, stopped after the test."""
+    server = Sink(free_port())
+    server.start()
+    yield server
+    server.stop()

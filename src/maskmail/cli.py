@@ -110,6 +110,19 @@ def serve(
 
 
 @app.command()
+def smtp(
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="SMTP port.")] = 2525,
+) -> None:
+    """Migrate, then run the mail plane only."""
+    from maskmail.runner import run_smtp
+
+    settings = load_settings()
+    upgrade(settings.resolved_database_url)
+    asyncio.run(run_smtp(settings, host=host, port=port))
+
+
+@app.command()
 def up(
     host: Host = "127.0.0.1",
     api_port: Annotated[int, typer.Option(help="HTTP port.")] = 8000,

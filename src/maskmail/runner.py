@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import uvicorn
 
 from maskmail.api.app import create_app
 from maskmail.config import Settings
+from maskmail.mail.plane import mail_plane
+from maskmail.store.engine import create_engine
+
+log = logging.getLogger("maskmail")
 
 APP_FACTORY = "maskmail.api.main:app_from_env"
 
@@ -39,9 +46,16 @@ def serve_api(*, host: str, port: int, workers: int, access_log: bool) -> None:
     )
 
 
-async def run_up(settings: Settings, *, host: str, api_port: int, smtp_port: int) -> None:
-    """The API and the mail plane in one event loop, until SIGINT or SIGTERM."""
+def _configure_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
+
+
+async def run_up(settings: Settings, *, host: str, api_port: int, smtp_port: int) -> None:
+    """The API and the mail plane in one event loop, until SIGINT or SIGTERM.
+
+    uvicorn owns the signals: when it stops serving, the SMTP server is closed too.
+    """
+    _configure_logging()
     config = uvicorn.Config(
         create_app(settings),
         host=host,
@@ -49,5 +63,28 @@ async def run_up(settings: Settings, *, host: str, api_port: int, smtp_port: int
         **_uvicorn_options(False),  # type: ignore[arg-type]
     )
     server = uvicorn.Server(config)
-    await server.serve()
-    await asyncio.sleep(0)
+    async with _smtp(settings, host, smtp_port):
+        await server.serve()
+
+
+async def run_smtp(settings: Settings, *, host: str, port: int) -> None:
+    """The mail plane alone, until SIGINT or SIGTERM."""
+    _configure_logging()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with _smtp(settings, host, port):
+        await stop.wait()
+
+
+@asynccontextmanager
+async def _smtp(settings: Settings, host: str, port: int) -> AsyncIterator[None]:
+    """The mail plane with its own engine, listening while the block runs."""
+    engine = create_engine(settings.resolved_database_url, pool_size=settings.db_pool_size)
+    try:
+        async with mail_plane(settings, engine, host=host, port=port):
+            log.info("SMTP listening on %s:%d for @%s", host, port, settings.domain)
+            yield
+    finally:
+        await engine.dispose()

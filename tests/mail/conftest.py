@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 import secrets
 import smtplib
-import threading
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from aiosmtpd.controller import Controller
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.api.app import create_app
@@ -23,66 +21,11 @@ from maskmail.mail.plane import mail_plane
 from maskmail.store import accounts
 from maskmail.store.addresses import create_address, update_address
 from maskmail.store.engine import create_engine, transaction
+from tests.sink import HOST as HOST  # re-exported for the mail tests
+from tests.sink import Sink as Sink
 from tests.support import free_port
 
 DOMAIN = "relay.test"
-HOST = "127.0.0.1"
-
-
-@dataclass
-class Received:
-    mail_from: str
-    rcpt_tos: list[str]
-    data: bytes
-
-
-@dataclass
-class SinkHandler:
-    """The smarthost's behaviour: accept, or answer every message with ``reply``."""
-
-    messages: list[Received] = field(default_factory=list)
-    reply: str | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
-        if self.reply is not None:
-            return self.reply
-        with self.lock:
-            self.messages.append(
-                Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.original_content)
-            )
-        return "250 2.0.0 queued"
-
-
-class Sink:
-    """An in-process aiosmtpd server standing in for the smarthost ("the internet")."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.handler = SinkHandler()
-        self.controller: Controller | None = None
-
-    def start(self) -> None:
-        self.controller = Controller(self.handler, hostname=HOST, port=self.port)
-        self.controller.start()
-
-    def stop(self) -> None:
-        if self.controller is not None:
-            self.controller.stop()
-            self.controller = None
-
-    @property
-    def messages(self) -> list[Received]:
-        with self.handler.lock:
-            return list(self.handler.messages)
-
-
-@pytest.fixture
-def sink() -> Iterator[Sink]:
-    server = Sink(free_port())
-    server.start()
-    yield server
-    server.stop()
 
 
 def mail_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settings:
