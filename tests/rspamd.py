@@ -1,0 +1,87 @@
+"""A private rspamd (Debian's package) for tests: own config, dirs and loopback port.
+
+Its DNS resolver points at a closed loopback port and the modules that query services
+on the internet are off, so nothing it does leaves the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.support import free_port
+
+CONFIG = "/etc/rspamd/rspamd.conf"
+NETWORK_MODULES = ("fuzzy_check", "rbl", "phishing", "url_redirector", "neural", "asn")
+START_TIMEOUT = 180
+
+
+def _write_config(local: Path, port: int) -> None:
+    override = local / "override.d"
+    override.mkdir(parents=True)
+    (override / "worker-normal.inc").write_text(f'bind_socket = "127.0.0.1:{port}";\ncount = 1;\n')
+    for worker in ("controller", "proxy", "fuzzy"):
+        (override / f"worker-{worker}.inc").write_text("enabled = false;\n")
+    (override / "logging.inc").write_text('type = "console";\nlevel = "error";\n')
+    (override / "options.inc").write_text(
+        'dns {\n  nameserver = ["127.0.0.1:1"];\n  timeout = 0.5s;\n  retransmits = 1;\n}\n'
+        "disable_hyperscan = true;\n"
+    )
+    for module in NETWORK_MODULES:
+        (override / f"{module}.conf").write_text("enabled = false;\n")
+
+
+def _wait_until_up(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"rspamd exited early with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/ping", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.5)
+    raise TimeoutError("rspamd did not start")
+
+
+@contextmanager
+def running_rspamd(tmp: Path) -> Iterator[str]:
+    """Start rspamd; yield its HTTP URL; stop it and its workers afterwards."""
+    binary = shutil.which("rspamd")
+    if binary is None:
+        raise RuntimeError("rspamd is required (scripts/system-deps.sh installs it)")
+    port = free_port()
+    local = tmp / "local"
+    dirs = {name: tmp / name for name in ("db", "run", "log")}
+    for path in dirs.values():
+        path.mkdir(parents=True)
+    _write_config(local, port)
+    command = [binary, "-f", "-i", "-c", CONFIG, "--var", f"LOCAL_CONFDIR={local}"]
+    command += ["--var", f"DBDIR={dirs['db']}", "--var", f"RUNDIR={dirs['run']}"]
+    command += ["--var", f"LOGDIR={dirs['log']}"]
+    if os.geteuid() == 0:
+        command += ["-u", "root", "-g", "root"]
+    log = (tmp / "rspamd.out").open("wb")
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(url, proc)
+        yield url
+    finally:
+        # Its own session: the main process and the workers it forked stop together.
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
