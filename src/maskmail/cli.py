@@ -33,9 +33,11 @@ user_app = typer.Typer(
     help="Users, whose mail is forwarded to their real mailbox.", no_args_is_help=True
 )
 key_app = typer.Typer(help="API keys.", no_args_is_help=True)
+dkim_app = typer.Typer(help="DKIM signing of forwarded mail.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(user_app, name="user")
 app.add_typer(key_app, name="key")
+app.add_typer(dkim_app, name="dkim")
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
 
@@ -92,6 +94,29 @@ def key_revoke(key: str) -> None:
 
     if not _in_transaction(load_settings(), work):
         raise Fail("no live key matches that value")
+
+
+@dkim_app.command("generate")
+def dkim_generate(
+    force: Annotated[bool, typer.Option(help="Replace an existing key.")] = False,
+) -> None:
+    """Make a DKIM key (MASKMAIL_DKIM_KEY_FILE, else <data dir>/dkim.key) and print its
+    DNS record; forwards are signed with it from the next start."""
+    from maskmail.mail.dkim import dns_record, generate_key
+
+    settings = load_settings()
+    path = settings.dkim_key_path
+    if path.exists() and not force:
+        raise Fail(f"{path} already exists; pass --force to replace it")
+    private, public = generate_key()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.new")
+    tmp.unlink(missing_ok=True)
+    tmp.touch(mode=0o600)
+    tmp.write_bytes(private)
+    tmp.replace(path)
+    typer.echo(dns_record(public, selector=settings.dkim_selector, domain=settings.domain))
+    typer.echo(f"Private key written to {path}; publish the record above.", err=True)
 
 
 @app.command()

@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     # HMAC key for bounce addresses; unset: generated once and kept in the data dir.
     bounce_secret: str = ""
     rspamd_url: str = ""
+    # DKIM signing of forwards; the key file defaults to <data dir>/dkim.key when it exists.
+    dkim_selector: str = "maskmail"
+    dkim_key_file: str = ""
 
     @classmethod
     def settings_customise_sources(
@@ -119,6 +122,11 @@ class Settings(BaseSettings):
     @property
     def trusted_relay_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
         return _networks(self.trusted_relays)
+
+    @property
+    def dkim_key_path(self) -> Path:
+        """Where the DKIM private key is read from (and ``maskmail dkim generate`` writes)."""
+        return Path(self.dkim_key_file) if self.dkim_key_file else self.data_dir / "dkim.key"
 
     @property
     def mail_hostname(self) -> str:

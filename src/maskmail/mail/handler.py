@@ -20,6 +20,7 @@ from maskmail.core.errors import (
 )
 from maskmail.core.verdict import Action, Facts, Verdict, decide
 from maskmail.mail import replies, rewrite
+from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
 from maskmail.mail.spam import SpamJudge
 from maskmail.store import mailflow
@@ -39,6 +40,7 @@ class MailContext:
     outbound: Outbound
     judge: SpamJudge
     bounce_secret: bytes
+    signer: Signer | None = None
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
 
@@ -150,6 +152,8 @@ class RelayHandler:
                 keep_verdicts=self.ctx.judge.trusts(peer_ip),
             )
             message = rewrite.rewrite(raw, fields, origin, forward)
+            if self.ctx.signer is not None:
+                message = await self.ctx.signer.sign(message)
             await self._send(message, verdict, found.address.id)
         await self._count(found.address.id, verdict)
         return replies.ACCEPTED

@@ -11,6 +11,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
+from maskmail.mail.dkim import load_signer
 from maskmail.mail.handler import MailContext, RelayHandler
 from maskmail.mail.outbound import Outbound, Outbox, Smarthost
 from maskmail.mail.server import start_smtp
@@ -44,6 +45,9 @@ async def mail_plane(
             outbound=outbound_for(settings),
             judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
             bounce_secret=load_bounce_secret(settings),
+            signer=load_signer(
+                settings.dkim_key_path, selector=settings.dkim_selector, domain=settings.domain
+            ),
         )
         server = await start_smtp(
             RelayHandler(context),

@@ -1,0 +1,79 @@
+"""DKIM: `maskmail dkim generate` makes a key and record; forwards verify against it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import dkim
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from maskmail.mail.dkim import Signer, dns_record, generate_key, txt_value
+from maskmail.mail.plane import mail_plane
+from tests.mail.conftest import DOMAIN, HOST, Masks, Sink, mail_settings, message, send_async
+from tests.support import free_port, run_cli
+
+NESTED = Path(__file__).with_name("fixtures") / "nested.eml"
+
+
+def record_from_zone_line(line: str) -> bytes:
+    """What a resolver returns for the zone line: the strings joined."""
+    return "".join(re.findall(r'"([^"]*)"', line)).encode()
+
+
+def test_generate_writes_a_private_key_and_prints_the_record(tmp_path: Path) -> None:
+    env = {"MASKMAIL_DATA_DIR": str(tmp_path), "MASKMAIL_DOMAIN": DOMAIN}
+    made = run_cli(env, "dkim", "generate")
+    assert made.returncode == 0, made.stderr
+    line = made.stdout.strip()
+    assert line.startswith(f"maskmail._domainkey.{DOMAIN}. IN TXT")
+    assert all(len(s) <= 255 for s in re.findall(r'"([^"]*)"', line))
+    assert record_from_zone_line(line).startswith(b"v=DKIM1; k=rsa; p=MII")
+    key = tmp_path / "dkim.key"
+    assert key.read_bytes().startswith(b"-----BEGIN RSA PRIVATE KEY-----")
+    assert key.stat().st_mode & 0o077 == 0
+    again = run_cli(env, "dkim", "generate")
+    assert again.returncode != 0
+    assert "already exists" in again.stderr
+    assert key.read_bytes().startswith(b"-----BEGIN RSA PRIVATE KEY-----")
+
+
+def test_signature_verifies_and_breaks_when_the_body_changes() -> None:
+    private, public = generate_key()
+    signer = Signer(private, selector="s1", domain=DOMAIN)
+    signed = signer._sign(NESTED.read_bytes())
+
+    def dns(name: bytes, timeout: int = 5) -> bytes:
+        assert name == f"s1._domainkey.{DOMAIN}.".encode()
+        return txt_value(public).encode()
+
+    assert dkim.verify(signed, dnsfunc=dns)
+    assert not dkim.verify(signed.replace(b"Gr\xc3\xbc\xc3\x9fe aus", b"Hallo aus"), dnsfunc=dns)
+    assert dns_record(public, selector="s1", domain=DOMAIN).startswith("s1._domainkey.")
+
+
+@pytest.fixture
+async def signing_relay(
+    database_url: str, tmp_path: Path, sink: Sink, relay_engine: AsyncEngine
+) -> AsyncIterator[tuple[int, bytes]]:
+    private, public = generate_key()
+    (tmp_path / "dkim.key").write_bytes(private)
+    settings = mail_settings(database_url, tmp_path, smarthost=f"{HOST}:{sink.port}")
+    port = free_port()
+    async with mail_plane(settings, relay_engine, host=HOST, port=port):
+        yield port, public
+
+
+@pytest.mark.anyio
+async def test_forwards_are_signed_with_the_relay_domain(
+    signing_relay: tuple[int, bytes], sink: Sink, masks: Masks
+) -> None:
+    port, public = signing_relay
+    mask = await masks.make()
+    await send_async(port, "alice@example.com", [mask.address], message(to=mask.address))
+    [got] = sink.messages
+    assert got.data.startswith(b"DKIM-Signature: ")
+    assert f"d={DOMAIN};".encode() in got.data
+    assert dkim.verify(got.data, dnsfunc=lambda name, timeout=5: txt_value(public).encode())
