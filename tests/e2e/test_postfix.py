@@ -1,0 +1,91 @@
+"""End to end through a real Postfix configured as docs/postfix.md says."""
+
+from __future__ import annotations
+
+import re
+import smtplib
+import time
+from email import message_from_bytes, policy
+from email.utils import getaddresses
+from pathlib import Path
+
+import dkim
+import httpx
+import pytest
+
+from tests.postfix import Ports, running_postfix
+from tests.sink import HOST, Received, Sink
+from tests.support import free_port, run_cli, running, wait_for_port
+
+pytestmark = pytest.mark.slow
+DOMAIN = "relay.e2e.test"
+OWNERS_DOMAIN = "owners.example"
+OWNER = f"owner@{OWNERS_DOMAIN}"
+DELIVERY_TIMEOUT = 60
+
+
+def wait_for_mail(sink: Sink, count: int) -> list[Received]:
+    deadline = time.monotonic() + DELIVERY_TIMEOUT
+    while time.monotonic() < deadline:
+        if len(sink.messages) >= count:
+            return sink.messages
+        time.sleep(0.2)
+    return sink.messages
+
+
+def test_mail_through_postfix_is_rewritten_signed_and_counted(tmp_path: Path, sink: Sink) -> None:
+    ports = Ports(inbound=free_port(), smarthost=free_port(), maskmail=free_port(), sink=sink.port)
+    api_port = free_port()
+    env = {
+        "MASKMAIL_DATA_DIR": str(tmp_path / "data"),
+        "MASKMAIL_DATABASE_URL": f"sqlite:///{tmp_path / 'e2e.db'}",
+        "MASKMAIL_DOMAIN": DOMAIN,
+        "MASKMAIL_SMARTHOST": f"127.0.0.1:{ports.smarthost}",
+    }
+    generated = run_cli(env, "dkim", "generate")
+    assert generated.returncode == 0, generated.stderr
+    record = "".join(re.findall(r'"([^"]*)"', generated.stdout)).encode()
+    for args in (("db", "upgrade"), ("user", "add", OWNER)):
+        assert run_cli(env, *args).returncode == 0
+    key = run_cli(env, "key", "create", OWNER).stdout.strip()
+
+    up = ("up", "--api-port", str(api_port), "--smtp-port", str(ports.maskmail))
+    with (
+        running(env, *up, port=api_port, log=tmp_path / "up.log"),
+        running_postfix(domain=DOMAIN, owners_domain=OWNERS_DOMAIN, ports=ports) as log,
+    ):
+        wait_for_port(ports.maskmail)
+        wait_for_port(ports.inbound)
+        api = httpx.Client(
+            base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
+        )
+        with api:
+            created = api.post("/v3/relay/addresses").json()
+            address = created["full_address"]
+            with smtplib.SMTP(HOST, ports.inbound, timeout=30) as client:
+                data = (
+                    f"From: Alice Example <alice@sender.example>\r\nTo: {address}\r\n"
+                    "Subject: through postfix\r\nMessage-ID: <pf-1@sender.example>\r\n"
+                    "\r\nHello through Postfix.\r\n"
+                ).encode()
+                assert client.sendmail("alice@sender.example", [address], data) == {}
+                # Postfix in front never relays for a foreign domain, whatever the sender.
+                with pytest.raises(smtplib.SMTPRecipientsRefused) as caught:
+                    client.sendmail(f"x@{DOMAIN}", ["victim@foreign.example"], data)
+                code, text = caught.value.recipients["victim@foreign.example"]
+                assert code == 554 and b"5.7.1" in text
+            arrived = wait_for_mail(sink, 1)
+            assert len(arrived) == 1, log.read_text()
+            counters = api.get(f"/v3/relay/addresses/{created['id']}").json()
+
+    [got] = arrived
+    assert got.rcpt_tos == [OWNER]
+    assert got.mail_from.startswith("bounce+") and got.mail_from.endswith(f"@{DOMAIN}")
+    forwarded = message_from_bytes(got.data, policy=policy.default)
+    [(display, sender)] = getaddresses([str(forwarded["From"])])
+    assert sender == address
+    assert "alice@sender.example" in display
+    assert str(forwarded["Reply-To"]).startswith("r.")
+    assert forwarded["Subject"] == "through postfix"
+    assert dkim.verify(got.data, dnsfunc=lambda name, timeout=5: record)
+    assert counters["num_forwarded"] == 1

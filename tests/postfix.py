@@ -1,0 +1,150 @@
+"""A private Postfix instance for tests, configured from docs/postfix.md.
+
+It has its own configuration, queue and data directories and listens only on loopback
+ports; DNS is off, so it can reach nothing but the loopback next hops it is given.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "postfix.md"
+DOC_DOMAIN = "relay.example.com"
+
+# The services every Postfix needs; the doc's master.cf lines are added to these.
+BASE_SERVICES = """\
+pickup    unix  n       -       n       60      1       pickup
+cleanup   unix  n       -       n       -       0       cleanup
+qmgr      unix  n       -       n       300     1       qmgr
+rewrite   unix  -       -       n       -       -       trivial-rewrite
+bounce    unix  -       -       n       -       0       bounce
+defer     unix  -       -       n       -       0       bounce
+trace     unix  -       -       n       -       0       bounce
+verify    unix  -       -       n       -       1       verify
+flush     unix  n       -       n       1000?   0       flush
+proxymap  unix  -       -       n       -       -       proxymap
+proxywrite unix -       -       n       -       1       proxymap
+smtp      unix  -       -       n       -       -       smtp
+relay     unix  -       -       n       -       -       smtp
+showq     unix  n       -       n       -       -       showq
+error     unix  -       -       n       -       -       error
+retry     unix  -       -       n       -       -       error
+discard   unix  -       -       n       -       -       discard
+anvil     unix  -       -       n       -       1       anvil
+scache    unix  -       -       n       -       1       scache
+postlog   unix-dgram n  -       n       -       1       postlogd
+"""
+
+
+@dataclass(frozen=True)
+class Ports:
+    inbound: int  # stands for port 25
+    smarthost: int  # 10025 in the doc
+    maskmail: int  # 2525 in the doc
+    sink: int  # where mail for the owners' domain goes (the internet, in production)
+
+
+def doc_block(title: str) -> str:
+    """The fenced block of docs/postfix.md whose first line is ``# <title>``."""
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```$", DOC.read_text(), re.S | re.M):
+        if block.startswith(f"# {title}\n"):
+            return str(block)
+    raise LookupError(f"docs/postfix.md has no block '# {title}'")
+
+
+def _replace(text: str, old: str, new: str) -> str:
+    if old not in text:
+        raise LookupError(f"docs/postfix.md no longer contains {old!r}")
+    return text.replace(old, new)
+
+
+def configure(conf: Path, root: Path, *, domain: str, owners_domain: str, ports: Ports) -> None:
+    """Write main.cf and master.cf: the doc's blocks, moved to this test's ports."""
+    main = doc_block("main.cf for maskmail")
+    main = _replace(main, DOC_DOMAIN, domain)
+    main = _replace(
+        main,
+        "[127.0.0.1]:2525 }",
+        f"[127.0.0.1]:{ports.maskmail}, {owners_domain}=smtp:[127.0.0.1]:{ports.sink} }}",
+    )
+    master = doc_block("master.cf for maskmail")
+    master = _replace(
+        master, "smtp      inet  n       -       y", f"127.0.0.1:{ports.inbound} inet n - n"
+    )
+    master = _replace(master, "127.0.0.1:10025", f"127.0.0.1:{ports.smarthost}")
+    private = f"""\
+# A private instance: own directories, loopback only, no DNS, no local delivery.
+compatibility_level = 3.6
+queue_directory = {root / "queue"}
+data_directory = {root / "data"}
+maillog_file = {root / "postfix.log"}
+maillog_file_prefixes = {root}
+myhostname = mx.{domain}
+mydestination =
+mynetworks = 127.0.0.0/8
+inet_interfaces = loopback-only
+inet_protocols = ipv4
+alias_maps =
+local_recipient_maps =
+smtp_dns_support_level = disabled
+smtp_tls_security_level = none
+smtpd_tls_security_level = none
+"""
+    (conf / "main.cf").write_text(private + main)
+    (conf / "master.cf").write_text(BASE_SERVICES + master)
+
+
+def _postfix(conf: Path, action: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["postfix", "-c", str(conf), action], capture_output=True, text=True, timeout=60
+    )
+
+
+@contextmanager
+def running_postfix(*, domain: str, owners_domain: str, ports: Ports) -> Iterator[Path]:
+    """Start the instance; yield its log file; stop it and remove its directories."""
+    if shutil.which("postfix") is None:
+        raise RuntimeError("postfix is required (scripts/system-deps.sh installs it)")
+    # Postfix's daemons run as the postfix user and must traverse the queue directory,
+    # so it cannot live under pytest's root-only temporary directory.
+    root = Path(tempfile.mkdtemp(prefix="maskmail-postfix-"))
+    root.chmod(0o755)
+    conf, data = root / "conf", root / "data"
+    try:
+        for path in (conf, root / "queue", data):
+            path.mkdir()
+        shutil.chown(data, user="postfix")
+        configure(conf, root, domain=domain, owners_domain=owners_domain, ports=ports)
+        started = _postfix(conf, "start")
+        try:
+            if started.returncode != 0:
+                raise RuntimeError(f"postfix did not start: {started.stderr}")
+            yield root / "postfix.log"
+        finally:
+            _postfix(conf, "stop")
+            _wait_stopped(root / "queue" / "pid" / "master.pid")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _wait_stopped(pid_file: Path) -> None:
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
