@@ -9,28 +9,17 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.e2e.conftest import Deployment
 from tests.sink import HOST, Sink
-from tests.support import free_port, run_cli, running, wait_for_port
+from tests.support import free_port, running, wait_for_port
 
-DOMAIN = "relay.e2e.test"
 pytestmark = pytest.mark.slow
+DOMAIN = "relay.test"  # the deployment fixture's domain
+OWNER = "owner@example.com"
 
 
-def environment(tmp_path: Path, sink: Sink) -> dict[str, str]:
-    return {
-        "MASKMAIL_DATA_DIR": str(tmp_path / "data"),
-        "MASKMAIL_DATABASE_URL": f"sqlite:///{tmp_path / 'e2e.db'}",
-        "MASKMAIL_DOMAIN": DOMAIN,
-        "MASKMAIL_SMARTHOST": f"{HOST}:{sink.port}",
-    }
-
-
-def new_key(env: dict[str, str], owner: str) -> str:
-    for args in (("db", "upgrade"), ("user", "add", owner)):
-        assert run_cli(env, *args).returncode == 0
-    created = run_cli(env, "key", "create", owner)
-    assert created.returncode == 0, created.stderr
-    return created.stdout.strip()
+def with_smarthost(deployment: Deployment, sink: Sink) -> dict[str, str]:
+    return {**deployment.env, "MASKMAIL_SMARTHOST": f"{HOST}:{sink.port}"}
 
 
 def send(port: int, rcpt: str, data: bytes) -> dict[str, tuple[int, bytes]]:
@@ -42,12 +31,12 @@ def note(rcpt: str) -> bytes:
     return f"From: Alice <alice@example.com>\r\nTo: {rcpt}\r\nSubject: hi\r\n\r\nHi.\r\n".encode()
 
 
-def test_up_serves_api_and_smtp_in_one_process(tmp_path: Path, sink: Sink) -> None:
-    env = environment(tmp_path, sink)
-    key = new_key(env, "owner@example.com")
+def test_up_serves_api_and_smtp_in_one_process(deployment: Deployment, sink: Sink) -> None:
+    key = deployment.user_with_key(OWNER)
     api_port, smtp_port = free_port(), free_port()
     args = ("up", "--api-port", str(api_port), "--smtp-port", str(smtp_port))
-    with running(env, *args, port=api_port, log=tmp_path / "up.log"):
+    log = deployment.tmp / "up.log"
+    with running(with_smarthost(deployment, sink), *args, port=api_port, log=log):
         wait_for_port(smtp_port)
         api = httpx.Client(
             base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
@@ -64,18 +53,18 @@ def test_up_serves_api_and_smtp_in_one_process(tmp_path: Path, sink: Sink) -> No
             body = api.get(f"/v3/relay/addresses/{created['id']}").json()
     assert (body["num_forwarded"], body["num_blocked"]) == (1, 1)
     [got] = sink.messages
-    assert got.rcpt_tos == ["owner@example.com"]
+    assert got.rcpt_tos == [OWNER]
     forwarded = message_from_bytes(got.data, policy=policy.default)
     assert str(forwarded["From"]).endswith(f"<{address}>")
-    log = (tmp_path / "up.log").read_text()
-    assert "owner@example.com" not in log and "alice@example.com" not in log
+    text = log.read_text()
+    assert OWNER not in text and "alice@example.com" not in text
 
 
-def test_smtp_command_runs_the_mail_plane_alone(tmp_path: Path, sink: Sink) -> None:
-    env = environment(tmp_path, sink)
-    new_key(env, "owner@example.com")
+def test_smtp_command_runs_the_mail_plane_alone(deployment: Deployment, sink: Sink) -> None:
     port = free_port()
-    with running(env, "smtp", "--port", str(port), port=port, log=tmp_path / "smtp.log") as proc:
+    env = with_smarthost(deployment, sink)
+    log = deployment.tmp / "smtp.log"
+    with running(env, "smtp", "--port", str(port), port=port, log=log) as proc:
         with pytest.raises(smtplib.SMTPRecipientsRefused) as caught:
             send(port, f"nobody@{DOMAIN}", note(f"nobody@{DOMAIN}"))
         assert caught.value.recipients[f"nobody@{DOMAIN}"][0] == 550
@@ -84,4 +73,4 @@ def test_smtp_command_runs_the_mail_plane_alone(tmp_path: Path, sink: Sink) -> N
             assert code == 250
     assert proc.returncode == 0  # SIGTERM is a clean stop
     # The bounce secret was made once and kept in the data dir.
-    assert (tmp_path / "data" / "bounce-secret").stat().st_size == 64
+    assert (Path(env["MASKMAIL_DATA_DIR"]) / "bounce-secret").stat().st_size == 64

@@ -7,18 +7,18 @@ import smtplib
 import time
 from email import message_from_bytes, policy
 from email.utils import getaddresses
-from pathlib import Path
 
 import dkim
 import httpx
 import pytest
 
+from tests.e2e.conftest import Deployment
 from tests.postfix import Ports, running_postfix
 from tests.sink import HOST, Received, Sink
-from tests.support import free_port, run_cli, running, wait_for_port
+from tests.support import free_port, running, wait_for_port
 
 pytestmark = pytest.mark.slow
-DOMAIN = "relay.e2e.test"
+DOMAIN = "relay.test"  # the deployment fixture's domain
 OWNERS_DOMAIN = "owners.example"
 OWNER = f"owner@{OWNERS_DOMAIN}"
 DELIVERY_TIMEOUT = 60
@@ -33,21 +33,15 @@ def wait_for_mail(sink: Sink, count: int) -> list[Received]:
     return sink.messages
 
 
-def test_mail_through_postfix_is_rewritten_signed_and_counted(tmp_path: Path, sink: Sink) -> None:
+def test_mail_through_postfix_is_rewritten_signed_and_counted(
+    deployment: Deployment, sink: Sink
+) -> None:
     ports = Ports(inbound=free_port(), smarthost=free_port(), maskmail=free_port(), sink=sink.port)
     api_port = free_port()
-    env = {
-        "MASKMAIL_DATA_DIR": str(tmp_path / "data"),
-        "MASKMAIL_DATABASE_URL": f"sqlite:///{tmp_path / 'e2e.db'}",
-        "MASKMAIL_DOMAIN": DOMAIN,
-        "MASKMAIL_SMARTHOST": f"127.0.0.1:{ports.smarthost}",
-    }
-    generated = run_cli(env, "dkim", "generate")
-    assert generated.returncode == 0, generated.stderr
-    record = "".join(re.findall(r'"([^"]*)"', generated.stdout)).encode()
-    for args in (("db", "upgrade"), ("user", "add", OWNER)):
-        assert run_cli(env, *args).returncode == 0
-    key = run_cli(env, "key", "create", OWNER).stdout.strip()
+    env = {**deployment.env, "MASKMAIL_SMARTHOST": f"127.0.0.1:{ports.smarthost}"}
+    record = "".join(re.findall(r'"([^"]*)"', deployment.cli("dkim", "generate"))).encode()
+    key = deployment.user_with_key(OWNER)
+    tmp_path = deployment.tmp
 
     up = ("up", "--api-port", str(api_port), "--smtp-port", str(ports.maskmail))
     with (
