@@ -105,3 +105,35 @@ async def test_forward_to_an_owner_mailbox_at_the_relay_is_refused(
     code, text = caught.value.recipients[looping.full_address]
     assert (code, text[:5]) == (550, b"5.7.1")
     assert sink.messages == []
+
+
+async def test_rspamd_outage_lets_mail_through_as_ham(
+    database_url: str, tmp_path: Path, sink: Sink, masks: Masks, relay_engine: AsyncEngine
+) -> None:
+    settings = mail_settings(
+        database_url,
+        tmp_path,
+        smarthost=f"{HOST}:{sink.port}",
+        rspamd_url=f"http://{HOST}:{free_port()}",  # nothing listens there
+    )
+    port = free_port()
+    mask = await masks.make(block_spam=True)
+    async with mail_plane(settings, relay_engine, host=HOST, port=port):
+        await send_async(port, "a@example.com", [mask.address], message(to=mask.address))
+    assert len(sink.messages) == 1
+    assert await mask.counters() == {
+        "num_forwarded": 1, "num_blocked": 0, "num_replied": 0, "num_spam": 0
+    }  # fmt: skip
+
+
+async def test_a_bounce_without_from_gets_no_reverse_alias(
+    relay: int, sink: Sink, masks: Masks
+) -> None:
+    mask = await masks.make()
+    bounce = f"To: {mask.address}\r\nSubject: Undelivered\r\n\r\nsorry\r\n".encode()
+    assert await send_async(relay, "", [mask.address], bounce) == {}
+    [got] = sink.messages
+    forwarded = message_from_bytes(got.data, policy=policy.default)
+    assert forwarded["Reply-To"] is None
+    assert "unknown sender" in str(forwarded["From"])
+    assert (await mask.counters())["num_forwarded"] == 1

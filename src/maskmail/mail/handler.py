@@ -102,6 +102,8 @@ class RelayHandler:
 
     async def _deliver(self, session: Any, env: Any) -> str:
         mailbox = envelope.parse_mailbox(env.rcpt_tos[0])
+        # aiosmtpd keeps the null sender of a bounce as "<>" (it must stay truthy for it).
+        mail_from = "" if env.mail_from in (None, "<>") else str(env.mail_from)
         raw: bytes = env.original_content
         # Looked up again: the address may have been disabled or deleted since RCPT.
         async with transaction(self.ctx.engine, readonly=True) as conn:
@@ -113,12 +115,13 @@ class RelayHandler:
         fields = rewrite.header_fields(headers)
         peer_ip = _peer_ip(session)
         helo = getattr(session, "host_name", None)
-        spam = await self.ctx.judge.is_spam(
+        # A disabled address blocks whatever the verdict: do not ask rspamd in vain.
+        spam = found.address.enabled and await self.ctx.judge.is_spam(
             peer_ip=peer_ip,
             fields=fields,
             message=raw,
             helo=helo,
-            mail_from=env.mail_from or "",
+            mail_from=mail_from,
             recipient=str(mailbox),
         )
         facts = Facts(
@@ -132,14 +135,11 @@ class RelayHandler:
         if verdict.action is Action.REFUSE:
             raise RelayDenied(verdict.reason)
         if verdict.action is Action.FORWARD:
-            origin = rewrite.origin(headers, env.mail_from or "")
-            async with transaction(self.ctx.engine) as conn:
-                alias = await reverse_alias_for(
-                    conn, found.address.id, origin.reply_to, domain=self.ctx.domain
-                )
+            origin = rewrite.origin(headers, mail_from)
+            reverse_alias = await self._reverse_alias(found.address.id, origin.reply_to)
             forward = rewrite.Forward(
                 relay_address=str(mailbox),
-                reverse_alias=alias.full_address,
+                reverse_alias=reverse_alias,
                 received=rewrite.received_header(
                     helo=helo,
                     peer_ip=peer_ip,
@@ -157,6 +157,15 @@ class RelayHandler:
             await self._send(message, verdict, found.address.id)
         await self._count(found.address.id, verdict)
         return replies.ACCEPTED
+
+    async def _reverse_alias(self, address_id: int, reply_to: str) -> str | None:
+        """The reverse alias replies should go to; None when there is nobody to answer
+        (a bounce with no From), so that no alias stands for an empty sender."""
+        if "@" not in reply_to:
+            return None
+        async with transaction(self.ctx.engine) as conn:
+            alias = await reverse_alias_for(conn, address_id, reply_to, domain=self.ctx.domain)
+        return alias.full_address
 
     async def _send(self, message: bytes, verdict: Verdict, address_id: int) -> None:
         assert verdict.target is not None

@@ -150,7 +150,7 @@ class Forward:
     """Everything the rewrite needs besides the message."""
 
     relay_address: str
-    reverse_alias: str
+    reverse_alias: str | None
     received: str
     loop_marker: str
     spam: bool
@@ -174,9 +174,10 @@ def rewrite(raw: bytes, fields: Fields, author: Origin, forward: Forward) -> byt
     out = [
         forward.received.encode("ascii"),
         _line("From", formataddr((sender_display(author), forward.relay_address), "utf-8")),
-        _line("Reply-To", forward.reverse_alias),
         _line(LOOP_HEADER, forward.loop_marker),
     ]
+    if forward.reverse_alias is not None:
+        out.insert(2, _line("Reply-To", forward.reverse_alias))
     if forward.spam and not any(name.lower() == "x-spam-flag" for name, _ in kept):
         out.append(_line("X-Spam-Flag", "YES"))
     out.extend(_line(name, value) for name, value in kept)

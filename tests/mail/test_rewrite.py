@@ -1,0 +1,131 @@
+"""The rewrite on its own: splitting, the author, the allowlist, and the untouched body."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from email import message_from_bytes, policy
+
+import pytest
+
+from maskmail.mail.rewrite import (
+    LOOP_HEADER,
+    Forward,
+    has_loop_marker,
+    header_fields,
+    origin,
+    parse_headers,
+    received_header,
+    rewrite,
+    sender_display,
+    split_message,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "headers", "body"),
+    [
+        (b"A: 1\r\nB: 2\r\n\r\nbody\r\n\r\n", b"A: 1\r\nB: 2\r\n", b"body\r\n\r\n"),
+        (b"A: 1\nB: 2\n\nbody\n", b"A: 1\nB: 2\n", b"body\n"),
+        (b"A: 1\r\n", b"A: 1\r\n", b""),
+        (b"\r\nonly body\r\n", b"", b"only body\r\n"),
+        (b"A: 1\r\n\r\n", b"A: 1\r\n", b""),
+    ],
+)
+def test_split_message(raw: bytes, headers: bytes, body: bytes) -> None:
+    assert split_message(raw) == (headers, body)
+
+
+def author_of(block: bytes, envelope: str = "env@example.org") -> tuple[str, str, str]:
+    found = origin(parse_headers(block), envelope)
+    return found.display_name, found.address, found.reply_to
+
+
+def test_origin_reads_from_and_reply_to() -> None:
+    block = b"From: =?utf-8?q?J=C3=BCrgen?= <j@example.com>\r\nReply-To: list@example.net\r\n"
+    assert author_of(block) == ("Jürgen", "j@example.com", "list@example.net")
+    assert author_of(b"From: j@example.com\r\n") == ("", "j@example.com", "j@example.com")
+
+
+@pytest.mark.parametrize(
+    "block", [b"", b"From: <<<broken\r\n", b"From: undisclosed-recipients:;\r\n"]
+)
+def test_origin_falls_back_to_the_envelope(block: bytes) -> None:
+    assert author_of(block)[1:] == ("env@example.org", "env@example.org")
+
+
+def test_origin_skips_undecodable_addresses() -> None:
+    block = "From: Zoë <zo\udcffe@example.com>\r\n".encode("utf-8", "surrogateescape")
+    assert author_of(block)[1] == "env@example.org"
+
+
+def test_sender_display_is_one_bounded_line() -> None:
+    found = origin(parse_headers(b'From: "A\r\n B" <a@example.com>\r\n'), "")
+    assert "\n" not in sender_display(found)
+    long = origin(parse_headers(b"From: " + b"x" * 500 + b" <a@example.com>\r\n"), "")
+    assert len(sender_display(long)) <= 200
+
+
+def test_received_header_cleans_the_helo_name() -> None:
+    line = received_header(
+        helo="evil\r\nX-Injected: 1 (x)",
+        peer_ip="192.0.2.1",
+        hostname="relay.test",
+        relay_address="abc@relay.test",
+        when=datetime(2026, 11, 22, tzinfo=UTC),
+    )
+    # No line break survives, so nothing can start a header of its own.
+    assert line.startswith("Received: from evilX-Injected:1x ([192.0.2.1])")
+    assert line.count("\r\n") == 3 and line.endswith("\r\n")
+
+
+def test_loop_marker_must_name_our_domain() -> None:
+    fields = header_fields(parse_headers(f"{LOOP_HEADER}: Relay.Test\r\n".encode()))
+    assert has_loop_marker(fields, "relay.test")
+    assert not has_loop_marker(fields, "other.test")
+
+
+def forward(**changes: object) -> Forward:
+    values: dict[str, object] = {
+        "relay_address": "abc@relay.test",
+        "reverse_alias": "r.x@relay.test",
+        "received": "Received: from x ([127.0.0.1])\r\n\tby relay.test; date\r\n",
+        "loop_marker": "relay.test",
+        "spam": False,
+        "keep_verdicts": False,
+        **changes,
+    }
+    return Forward(**values)  # type: ignore[arg-type]
+
+
+RAW = (
+    b"Received: from hop\r\nFrom: Bob <bob@example.org>\r\nSender: x@example.org\r\n"
+    b"Subject: =?utf-8?q?Gr=C3=BC=C3=9Fe?=\r\nX-Spam-Flag: NO\r\nX-Tracking: 1\r\n"
+    b"Content-Type: text/plain;\r\n charset=utf-8\r\n\r\nK\xc3\xb6ln\r\n.\r\n"
+)
+
+
+def rewritten(**changes: object) -> bytes:
+    block, _ = split_message(RAW)
+    headers = parse_headers(block)
+    return rewrite(RAW, header_fields(headers), origin(headers, ""), forward(**changes))
+
+
+def test_rewrite_keeps_only_allowed_headers_and_the_body() -> None:
+    out = rewritten()
+    assert out.endswith(b"\r\n\r\nK\xc3\xb6ln\r\n.\r\n")
+    parsed = message_from_bytes(out, policy=policy.default)
+    assert [k for k in parsed] == [
+        "Received", "From", "Reply-To", LOOP_HEADER, "Subject", "Content-Type"
+    ]  # fmt: skip
+    assert parsed["Subject"] == "Grüße"
+    assert b"Content-Type: text/plain;\r\n charset=utf-8\r\n" in out  # folding kept as sent
+    assert "bob@example.org" in str(parsed["From"])
+
+
+def test_rewrite_verdicts_and_reply_to() -> None:
+    trusted = message_from_bytes(rewritten(keep_verdicts=True, spam=True), policy=policy.default)
+    assert trusted.get_all("X-Spam-Flag") == ["NO"]  # the filter's own header, kept
+    marked = message_from_bytes(rewritten(spam=True), policy=policy.default)
+    assert marked.get_all("X-Spam-Flag") == ["YES"]
+    anonymous = message_from_bytes(rewritten(reverse_alias=None), policy=policy.default)
+    assert anonymous["Reply-To"] is None
