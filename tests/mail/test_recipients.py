@@ -18,6 +18,7 @@ from tests.mail.conftest import (
     HOST,
     Masks,
     Sink,
+    counts,
     mail_settings,
     message,
     send_async,
@@ -26,7 +27,7 @@ from tests.mail.conftest import (
 from tests.support import free_port
 
 pytestmark = pytest.mark.anyio
-ZERO = {"num_forwarded": 0, "num_blocked": 0, "num_replied": 0, "num_spam": 0}
+ZERO = counts()
 
 
 async def refused(port: int, rcpt: str, sender: str = "alice@example.com") -> tuple[int, bytes]:
