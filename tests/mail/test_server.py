@@ -6,7 +6,7 @@ import asyncio
 import smtplib
 import socket
 from collections.abc import AsyncIterator
-from pathlib import Path
+from contextlib import asynccontextmanager
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from maskmail.mail.handler import MailContext, RelayHandler
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
+from maskmail.store.engine import create_engine
 from tests.mail.conftest import DOMAIN, HOST, Masks, message, send_async
 from tests.support import free_port
 
@@ -58,11 +59,13 @@ class Exploding:
         raise RuntimeError("secret internal detail")
 
 
-@pytest.fixture
-async def limited(relay_engine: AsyncEngine) -> AsyncIterator[int]:
-    """A server with room for two connections and an outbound that always crashes."""
+@asynccontextmanager
+async def bare_server(
+    engine: AsyncEngine, *, max_connections: int = 2, idle_timeout: float = 30
+) -> AsyncIterator[int]:
+    """maskmail's server with an outbound that always crashes; yields its port."""
     context = MailContext(
-        engine=relay_engine,
+        engine=engine,
         domain=DOMAIN,
         hostname=DOMAIN,
         outbound=Exploding(),
@@ -76,11 +79,20 @@ async def limited(relay_engine: AsyncEngine) -> AsyncIterator[int]:
         port=port,
         hostname=DOMAIN,
         max_message_size=1 << 20,
-        max_connections=2,
-        idle_timeout=30,
+        max_connections=max_connections,
+        idle_timeout=idle_timeout,
     )
-    yield port
-    server.close()
+    try:
+        yield port
+    finally:
+        server.close()
+
+
+@pytest.fixture
+async def limited(relay_engine: AsyncEngine) -> AsyncIterator[int]:
+    """A server with room for two connections and an outbound that always crashes."""
+    async with bare_server(relay_engine) as port:
+        yield port
 
 
 def banner_of(sock: socket.socket) -> bytes:
@@ -125,27 +137,29 @@ async def test_unexpected_errors_answer_451_without_detail(limited: int, masks: 
     assert (await mask.counters())["num_forwarded"] == 0
 
 
-async def test_idle_clients_are_disconnected(relay_engine: AsyncEngine, tmp_path: Path) -> None:
-    context = MailContext(
-        engine=relay_engine, domain=DOMAIN, hostname=DOMAIN, outbound=Exploding(),
-        judge=SpamJudge(()), bounce_secret=b"k",
-    )  # fmt: skip
-    port = free_port()
-    server = await start_smtp(
-        RelayHandler(context), host=HOST, port=port, hostname=DOMAIN,
-        max_message_size=1 << 20, max_connections=2, idle_timeout=0.5,
-    )  # fmt: skip
-
-    def idle() -> bytes:
+async def test_idle_clients_are_disconnected(relay_engine: AsyncEngine) -> None:
+    def idle(port: int) -> bytes:
         with socket.create_connection((HOST, port), timeout=20) as sock:
             data = b""
             while chunk := sock.recv(1024):
                 data += chunk
             return data
 
-    try:
-        said = await asyncio.to_thread(idle)
-    finally:
-        server.close()
+    async with bare_server(relay_engine, idle_timeout=0.5) as port:
+        said = await asyncio.to_thread(idle, port)
     assert said.startswith(b"220 ")
     assert b"\r\n421 4.4.2 " in said
+
+
+async def test_database_outage_answers_451_at_rcpt() -> None:
+    # Nothing listens on port 1: every connection attempt is refused at once.
+    engine = create_engine("postgresql+asyncpg://maskmail@127.0.0.1:1/none", pool_size=1)
+    rcpt = f"abcdefgh@{DOMAIN}"
+    try:
+        async with bare_server(engine) as port:
+            with pytest.raises(smtplib.SMTPRecipientsRefused) as caught:
+                await send_async(port, "a@example.com", [rcpt], b"Subject: x\r\n\r\n")
+    finally:
+        await engine.dispose()
+    code, text = caught.value.recipients[rcpt]
+    assert (code, text[:5]) == (451, b"4.3.0")
