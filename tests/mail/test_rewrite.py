@@ -123,8 +123,11 @@ def test_rewrite_keeps_only_allowed_headers_and_the_body() -> None:
 
 
 def test_rewrite_verdicts_and_reply_to() -> None:
-    trusted = message_from_bytes(rewritten(keep_verdicts=True, spam=True), policy=policy.default)
+    trusted = message_from_bytes(rewritten(keep_verdicts=True), policy=policy.default)
     assert trusted.get_all("X-Spam-Flag") == ["NO"]  # the filter's own header, kept
+    # Judged spam (say, by rspamd) although the filter said no: the flag says what we did.
+    overruled = message_from_bytes(rewritten(keep_verdicts=True, spam=True), policy=policy.default)
+    assert overruled.get_all("X-Spam-Flag") == ["YES"]
     marked = message_from_bytes(rewritten(spam=True), policy=policy.default)
     assert marked.get_all("X-Spam-Flag") == ["YES"]
     anonymous = message_from_bytes(rewritten(reverse_alias=None), policy=policy.default)

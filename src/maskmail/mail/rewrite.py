@@ -158,6 +158,10 @@ class Forward:
     keep_verdicts: bool
 
 
+def _says_yes(value: str) -> bool:
+    return value.strip().upper().startswith("YES")
+
+
 def _line(name: str, value: str) -> bytes:
     value = value.replace("\r\n", "\n").replace("\n", "\r\n")
     return f"{name}: {value}\r\n".encode("utf-8", "surrogateescape")
@@ -178,7 +182,10 @@ def rewrite(raw: bytes, fields: Fields, author: Origin, forward: Forward) -> byt
     ]
     if forward.reverse_alias is not None:
         out.insert(2, _line("Reply-To", forward.reverse_alias))
-    if forward.spam and not any(name.lower() == "x-spam-flag" for name, _ in kept):
-        out.append(_line("X-Spam-Flag", "YES"))
+    if forward.spam:
+        # The owner's filters look at X-Spam-Flag: make it say what we concluded.
+        kept = [(n, v) for n, v in kept if n.lower() != "x-spam-flag" or _says_yes(v)]
+        if not any(n.lower() == "x-spam-flag" for n, _ in kept):
+            out.append(_line("X-Spam-Flag", "YES"))
     out.extend(_line(name, value) for name, value in kept)
     return b"".join(out) + b"\r\n" + body
