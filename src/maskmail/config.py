@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -14,6 +15,19 @@ from pydantic_settings import (
 )
 
 CONFIG_FILE_ENV = "MASKMAIL_CONFIG_FILE"
+_PREFIX = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$")
+
+
+def clean_prefix(value: str) -> str | None:
+    """A path prefix without repeated or trailing slashes ("" for none); None if unsafe."""
+    value = value.strip()
+    if not value:
+        return ""
+    if not value.startswith("/"):
+        return None
+    prefix = "/" + "/".join(part for part in value.split("/") if part)
+    prefix = "" if prefix == "/" else prefix
+    return prefix if _PREFIX.match(prefix) else None
 
 
 class Settings(BaseSettings):
@@ -35,6 +49,11 @@ class Settings(BaseSettings):
     db_pool_size: int = Field(default=10, ge=1)
     # The API's bodies are a few hundred bytes; anything near this is abuse.
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Browser origins allowed to call the API (comma-separated, or "*"). Keys travel in
+    # headers, never cookies, so "*" lets no page act with someone else's rights.
+    cors_origins: str = "*"
+    # Path prefix the API is served under when the proxy does not send X-Forwarded-Prefix.
+    root_path: str = ""
 
     @classmethod
     def settings_customise_sources(
@@ -59,6 +78,14 @@ class Settings(BaseSettings):
             raise ValueError("must be a bare domain name such as relay.example.com")
         return value
 
+    @field_validator("root_path")
+    @classmethod
+    def _check_root_path(cls, value: str) -> str:
+        prefix = clean_prefix(value)
+        if prefix is None:
+            raise ValueError("must be a URL path such as /maskmail")
+        return prefix
+
     @property
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL with an async driver, defaulting to SQLite in the data dir."""
@@ -71,6 +98,10 @@ class Settings(BaseSettings):
             if url.startswith(plain):
                 return driver + url[len(plain) :]
         return url
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
 
     @property
     def trusted_proxy_hosts(self) -> frozenset[str]:
