@@ -68,8 +68,11 @@ def _failure(exc: Exception) -> Failure:
         fields = {str(field): exc.message} if field else {}
         return Failure(status, exc.message, headers, fields)
     if isinstance(exc, RequestValidationError):
-        found = field_errors(exc)
-        fields = {f["field"]: f"invalid value: {f['message']}" for f in found}
+        fields = {
+            # An unparsable body has a character offset for a location, not a field.
+            "body" if f["type"] == "json_invalid" else f["field"]: f["message"]
+            for f in field_errors(exc)
+        }
         first = next(iter(fields.items()), ("body", "invalid request"))
         return Failure(422, f"{first[0]}: {first[1]}", fields=fields)
     log.exception("unexpected error in a compatibility route")
