@@ -8,22 +8,30 @@ any 3xx fails the status check, as it does for Bitwarden's ``redirect: "manual"`
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support import BACKENDS, free_port, fresh_database, run_cli, running
+from maskmail.core import keys
+from maskmail.store import accounts
+from maskmail.store.engine import create_engine, transaction
+from maskmail.store.migrate import upgrade
+from tests.support import BACKENDS, free_port, fresh_database, running
 
 pytestmark = pytest.mark.slow
 
 DOMAIN = "relay.e2e.test"
 MAILBOX = "owner@example.net"
+LIMITED = "limited@example.net"
+LIMIT = 25  # per user; the other tests create far fewer for MAILBOX
 EXTENSION_ORIGIN = "chrome-extension://nngceckbapebfimnlniiiahkandclblb"
 
 
@@ -38,6 +46,7 @@ class Reply:
 class Server:
     port: int
     key: str
+    limited_key: str
 
     def url(self, suffix: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{suffix}"
@@ -64,6 +73,23 @@ def send(method: str, url: str, headers: dict[str, str], body: bytes | None = No
     return Reply(response.status, found, parsed)
 
 
+async def make_keys(url: str, *mailboxes: str) -> list[str]:
+    """A user and an API key for each mailbox, committed."""
+    engine = create_engine(url, pool_size=1)
+    made = []
+    try:
+        async with transaction(engine) as conn:
+            for mailbox in mailboxes:
+                key = keys.generate_key()
+                await accounts.add_key(
+                    conn, await accounts.add_user(conn, mailbox), keys.hash_key(key)
+                )
+                made.append(key)
+    finally:
+        await engine.dispose()
+    return made
+
+
 @pytest.fixture(scope="module", params=BACKENDS)
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -74,22 +100,21 @@ def server(
             "MASKMAIL_DATABASE_URL": url,
             "MASKMAIL_DATA_DIR": str(tmp),
             "MASKMAIL_DOMAIN": DOMAIN,
+            "MASKMAIL_MAX_ADDRESSES_PER_USER": str(LIMIT),
         }
-        for args in (("db", "upgrade"), ("user", "add", MAILBOX)):
-            done = run_cli(env, *args)
-            assert done.returncode == 0, done.stderr
-        made = run_cli(env, "key", "create", MAILBOX)
-        assert made.returncode == 0, made.stderr
+        # Users and keys are made in-process: a CLI process each would triple start-up.
+        upgrade(url)
+        made = asyncio.run(make_keys(url, MAILBOX, LIMITED))
         port = free_port()
         with running(env, "serve", "--port", str(port), port=port, log=tmp / "serve.log"):
-            yield Server(port=port, key=made.stdout.strip())
+            yield Server(port=port, key=made[0], limited_key=made[1])
 
 
-def listed(server: Server) -> dict[str, dict[str, Any]]:
+def listed(server: Server, key: str | None = None) -> dict[str, dict[str, Any]]:
     reply = send(
         "GET",
         server.url("/v3/relay/addresses"),
-        {"Authorization": f"Bearer {server.key}", "Accept": "application/json"},
+        {"Authorization": f"Bearer {key or server.key}", "Accept": "application/json"},
     )
     assert reply.status == 200
     return {a["full_address"]: a for a in reply.body}
@@ -282,3 +307,30 @@ def test_under_a_prefix_behind_a_proxy(server: Server) -> None:
     )
     assert reply.status == 201
     assert_address(reply.body["alias"])
+
+
+def test_limit_holds_under_concurrent_creates_through_both_contracts(server: Server) -> None:
+    key = server.limited_key
+    addy = (
+        server.url("//api/v1/aliases"),
+        {"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        b'{"description": "concurrent"}',
+    )
+    simplelogin = (
+        server.url("//api/alias/random/new?hostname=concurrent.example"),
+        {"Authentication": key},
+        None,
+    )
+    attempts = [addy, simplelogin] * ((LIMIT + 6) // 2 + 1)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        replies = list(pool.map(lambda a: (a, send("POST", *a)), attempts))
+    created = [r for _, r in replies if r.status == 201]
+    refused = [(a, r) for a, r in replies if r.status != 201]
+    assert len(created) == LIMIT
+    assert len(refused) == len(attempts) - LIMIT
+    for attempt, reply in refused:
+        assert reply.status == 403
+        field = "message" if attempt is addy else "error"
+        assert set(reply.body) == {field}
+        assert f"limit of {LIMIT}" in reply.body[field]
+    assert len(listed(server, key)) == LIMIT
