@@ -7,7 +7,9 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from pydantic import ValidationError
 
+from maskmail.config import Settings
 from tests.api.conftest import BASE, DOMAIN, Caller, ClientFactory, client_for
 
 pytestmark = pytest.mark.anyio
@@ -150,3 +152,15 @@ async def test_openapi_documents_both_contracts(client: httpx.AsyncClient) -> No
     assert spec["responses"]["401"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Error"
     }
+
+
+@pytest.mark.parametrize("value", ["relay", "/a b", "/a?b=1", "/a#x"])
+def test_root_path_setting_must_be_a_plain_path(value: str) -> None:
+    with pytest.raises(ValidationError, match="root_path"):
+        Settings(root_path=value)
+
+
+def test_cors_origins_setting_is_split_and_trimmed() -> None:
+    settings = Settings(cors_origins=" https://a.example/ ,chrome-extension://x,, ")
+    assert settings.cors_origin_list == ["https://a.example", "chrome-extension://x"]
+    assert Settings().cors_origin_list == ["*"]
