@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -16,6 +17,19 @@ from pydantic_settings import (
 )
 
 CONFIG_FILE_ENV = "MASKMAIL_CONFIG_FILE"
+_PREFIX = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$")
+
+
+def clean_prefix(value: str) -> str | None:
+    """A path prefix without repeated or trailing slashes ("" for none); None if unsafe."""
+    value = value.strip()
+    if not value:
+        return ""
+    if not value.startswith("/"):
+        return None
+    prefix = "/" + "/".join(part for part in value.split("/") if part)
+    prefix = "" if prefix == "/" else prefix
+    return prefix if _PREFIX.match(prefix) else None
 
 
 class Settings(BaseSettings):
@@ -54,6 +68,11 @@ class Settings(BaseSettings):
     # DKIM signing of forwards; the key file defaults to <data dir>/dkim.key when it exists.
     dkim_selector: str = "maskmail"
     dkim_key_file: str = ""
+    # Browser origins allowed to call the API (comma-separated, or "*"). Keys travel in
+    # headers, never cookies, so "*" lets no page act with someone else's rights.
+    cors_origins: str = "*"
+    # Path prefix the API is served under when the proxy does not send X-Forwarded-Prefix.
+    root_path: str = ""
 
     @classmethod
     def settings_customise_sources(
@@ -91,6 +110,13 @@ class Settings(BaseSettings):
     def _check_relays(cls, value: str) -> str:
         _networks(value)
         return value
+    @field_validator("root_path")
+    @classmethod
+    def _check_root_path(cls, value: str) -> str:
+        prefix = clean_prefix(value)
+        if prefix is None:
+            raise ValueError("must be a URL path such as /maskmail")
+        return prefix
 
     @property
     def resolved_database_url(self) -> str:
@@ -104,6 +130,10 @@ class Settings(BaseSettings):
             if url.startswith(plain):
                 return driver + url[len(plain) :]
         return url
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
 
     @property
     def trusted_proxy_hosts(self) -> frozenset[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -67,8 +67,11 @@ async def started_app(settings: Settings, conn: AsyncConnection) -> AsyncIterato
 
 
 @asynccontextmanager
-async def client_for(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+async def client_for(
+    app: FastAPI, peer: tuple[str, int] = ("127.0.0.1", 123)
+) -> AsyncIterator[httpx.AsyncClient]:
+    """``peer`` is the client address the app sees (the default is a trusted proxy)."""
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False, client=peer)
     async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
         yield c
 
@@ -79,6 +82,19 @@ async def client_with(
 ) -> AsyncIterator[httpx.AsyncClient]:
     async with started_app(settings, conn) as application, client_for(application) as c:
         yield c
+
+
+ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
+
+
+@pytest.fixture
+def reconfigured(database_url: str, conn: AsyncConnection) -> ClientFactory:
+    """``async with reconfigured(rate_limit=...)``: a client for an app with other settings."""
+
+    def make(**overrides: object) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+        return client_with(make_settings(database_url, **overrides), conn)
+
+    return make
 
 
 @pytest.fixture

@@ -6,18 +6,31 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from maskmail import __version__
 from maskmail.api import docs, errors
 from maskmail.api.bodylimit import BodyLimit
+from maskmail.api.proxy import PathMiddleware
 from maskmail.api.ratelimit import Limiter
-from maskmail.api.routes import addresses
+from maskmail.api.routes import addresses, compat_addy, compat_simplelogin
 from maskmail.config import Settings
 from maskmail.store.engine import create_engine
 
 DESCRIPTION = (
     "Private relay addresses: generate masks, list them, switch them off, "
-    "and see what happened to their mail. Authenticate with `Authorization: Bearer <API key>`."
+    "and see what happened to their mail. Authenticate with `Authorization: Bearer <API key>`.\n\n"
+    "The routes tagged *compatibility* speak the alias-creation contracts of addy.io and "
+    "SimpleLogin, so password managers (Bitwarden, Keyguard) and those services' browser "
+    "extensions can create maskmail addresses; see docs/clients.md."
+)
+CORS_HEADERS = (
+    "Authorization",
+    "Authentication",
+    "Content-Type",
+    "Accept",
+    "X-Requested-With",
+    "X-Requested-From",
 )
 
 
@@ -46,6 +59,20 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
     app.include_router(addresses.router)
+    app.include_router(compat_addy.router)
+    app.include_router(compat_simplelogin.router)
+    docs.install(app, patches=[compat_addy.document_domain(settings.domain)])
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    docs.install(app)
+    # Browser extensions and web vaults call from another origin; preflights are
+    # answered here, before routing.
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origin_list,
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+        allow_headers=list(CORS_HEADERS),
+        expose_headers=["Retry-After", "WWW-Authenticate"],
+        max_age=600,
+    )
+    # Outermost, so that CORS and routing both see the cleaned path.
+    app.add_middleware(PathMiddleware, settings=settings)
     return app

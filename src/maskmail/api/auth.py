@@ -1,4 +1,4 @@
-"""Reading the caller's API key from the Authorization header."""
+"""Reading the caller's API key from the request headers."""
 
 from __future__ import annotations
 
@@ -14,5 +14,18 @@ def bearer_token(header: str | None) -> str:
         raise Unauthorized("unsupported authorization scheme; use 'Bearer <API key>'")
     token = token.strip()
     if not token or any(c.isspace() for c in token):
-        raise Unauthorized("malformed bearer token")
+        raise Unauthorized("malformed API key; send 'Authorization: Bearer <API key>'")
     return token
+
+
+def raw_token(header: str | None) -> str:
+    """The key of SimpleLogin's ``Authentication: <key>``; a ``Bearer`` scheme is tolerated."""
+    if not header or not header.strip():
+        raise Unauthorized("missing Authentication header; send 'Authentication: <API key>'")
+    value = header.strip()
+    scheme, _, rest = value.partition(" ")
+    if scheme.lower() == "bearer":
+        value = rest.strip()
+    if not value or any(c.isspace() for c in value):
+        raise Unauthorized("malformed Authentication header; send 'Authentication: <API key>'")
+    return value

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from maskmail.api.auth import bearer_token
+from maskmail.api.auth import bearer_token, raw_token
 from maskmail.api.ratelimit import Limiter
 from maskmail.config import Settings
 from maskmail.core.errors import Unauthorized
@@ -36,7 +36,7 @@ def client_host(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-async def get_key_hash(request: Request) -> str:
+async def _count_key(request: Request, read_token: Callable[[Request], str]) -> str:
     """The presented key's hash, after counting the request against that key's limit.
 
     Requests without a usable key count against the client's address instead, so a
@@ -44,7 +44,7 @@ async def get_key_hash(request: Request) -> str:
     """
     limiter: Limiter = request.app.state.limiter
     try:
-        token = bearer_token(request.headers.get("authorization"))
+        token = read_token(request)
     except Unauthorized:
         await limiter.hit(f"anon:{client_host(request)}")
         raise
@@ -53,17 +53,39 @@ async def get_key_hash(request: Request) -> str:
     return key_hash
 
 
+async def get_key_hash(request: Request) -> str:
+    """From ``Authorization: Bearer <key>`` (the SPEC, and addy.io's contract)."""
+    return await _count_key(request, lambda r: bearer_token(r.headers.get("authorization")))
+
+
+async def get_raw_key_hash(request: Request) -> str:
+    """From SimpleLogin's ``Authentication: <key>``, a header with no scheme."""
+    return await _count_key(request, lambda r: raw_token(r.headers.get("authentication")))
+
+
 KeyHash = Annotated[str, Depends(get_key_hash)]
+RawKeyHash = Annotated[str, Depends(get_raw_key_hash)]
 Conn = Annotated[AsyncConnection, Depends(get_conn, scope="function")]
 
 
-async def get_owner(request: Request, key_hash: KeyHash, conn: Conn) -> Owner:
+async def _owner(request: Request, key_hash: str, conn: AsyncConnection) -> Owner:
     owner = await accounts.owner_for_key(conn, key_hash)
     if owner is None:
         await request.app.state.limiter.hit(f"anon:{client_host(request)}")
-        raise Unauthorized("unknown or revoked API key")
+        raise Unauthorized(
+            "unknown or revoked API key; create one with 'maskmail key create EMAIL'"
+        )
     return owner
 
 
+async def get_owner(request: Request, key_hash: KeyHash, conn: Conn) -> Owner:
+    return await _owner(request, key_hash, conn)
+
+
+async def get_raw_key_owner(request: Request, key_hash: RawKeyHash, conn: Conn) -> Owner:
+    return await _owner(request, key_hash, conn)
+
+
 CurrentOwner = Annotated[Owner, Depends(get_owner)]
+RawKeyOwner = Annotated[Owner, Depends(get_raw_key_owner)]
 CurrentSettings = Annotated[Settings, Depends(get_settings)]

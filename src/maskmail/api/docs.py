@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
 
 from maskmail.api.schemas import Error
 
@@ -21,15 +23,26 @@ DESCRIPTIONS = {
 }
 
 
-def errors_for(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The ``responses=`` entry for a route: the given statuses plus 500."""
+RAW_KEY_SCHEME = "simpleLoginKey"
+
+
+def errors_for(
+    *statuses: int,
+    model: type[BaseModel] = Error,
+    descriptions: Mapping[int, str] = DESCRIPTIONS,
+) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` entry for a route: the given statuses plus 500, in one schema."""
     return {
-        status: {"model": Error, "description": DESCRIPTIONS[status]} for status in (*statuses, 500)
+        status: {"model": model, "description": descriptions[status]} for status in (*statuses, 500)
     }
 
 
-def install(app: FastAPI) -> None:
-    """Replace FastAPI's default 422 schema, which our handlers never send."""
+SchemaPatch = Callable[[dict[str, Any]], None]
+
+
+def install(app: FastAPI, patches: Sequence[SchemaPatch] = ()) -> None:
+    """Replace FastAPI's default 422 schema, which our handlers never send, and apply
+    ``patches``: facts only known at run time, such as the configured domain."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -51,9 +64,18 @@ def install(app: FastAPI) -> None:
         components.pop("HTTPValidationError", None)
         components.pop("ValidationError", None)
         schema["components"]["securitySchemes"] = {
-            "apiKey": {"type": "http", "scheme": "bearer", "description": "A maskmail API key."}
+            "apiKey": {"type": "http", "scheme": "bearer", "description": "A maskmail API key."},
+            # SimpleLogin's contract sends the key alone, in a header of its own.
+            RAW_KEY_SCHEME: {
+                "type": "apiKey",
+                "in": "header",
+                "name": "Authentication",
+                "description": "A maskmail API key, with no scheme (SimpleLogin routes).",
+            },
         }
         schema["security"] = [{"apiKey": []}]
+        for patch in patches:
+            patch(schema)
         app.openapi_schema = schema
         return schema
 

@@ -53,8 +53,8 @@ def _lookup(exc: errors.MaskmailError) -> tuple[int, str]:
     return 500, "internal_error"
 
 
-async def on_maskmail_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, errors.MaskmailError)
+def describe(exc: errors.MaskmailError) -> tuple[int, str, dict[str, str]]:
+    """Status, code and headers for an error: shared by the SPEC and the compat contracts."""
     status, code = _lookup(exc)
     headers: dict[str, str] = {}
     if isinstance(exc, errors.Unauthorized):
@@ -64,10 +64,16 @@ async def on_maskmail_error(request: Request, exc: Exception) -> Response:
     elif isinstance(exc, errors.StoreUnavailable):
         headers["Retry-After"] = "5"
         log.warning("database unavailable: %s", exc.__cause__ or exc)
+    return status, code, headers
+
+
+async def on_maskmail_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, errors.MaskmailError)
+    status, code, headers = describe(exc)
     return error_response(status, code, exc.message, exc.details, headers)
 
 
-def _field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+def field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
     found = []
     for err in exc.errors():
         loc = [str(part) for part in err.get("loc", ()) if part != "body"]
@@ -85,7 +91,7 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
     # A malformed id in the path names no address: that is a 404, as an unknown id is.
     if any(err.get("loc", ("",))[0] == "path" for err in exc.errors()):
         return error_response(404, "not_found", "no such address")
-    fields = _field_errors(exc)
+    fields = field_errors(exc)
     first = fields[0]["field"] if fields else "body"
     return error_response(
         422,

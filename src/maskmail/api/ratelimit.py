@@ -41,7 +41,7 @@ class Limiter:
             return
         stats = await self.strategy.get_window_stats(self.item, identifier)
         retry_after = max(1, math.ceil(stats.reset_time - time.time()))
-        raise RateLimited("too many requests; slow down and retry later", retry_after)
+        raise RateLimited(f"too many requests; retry in {retry_after} seconds", retry_after)
 
     async def close(self) -> None:
         # Only local counters are dropped: Redis counters belong to every API process.

@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from maskmail.core.descriptions import DESCRIPTION_MAX
 from maskmail.core.records import RelayAddress
 
-DESCRIPTION_MAX = 64
 NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
 
 

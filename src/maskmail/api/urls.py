@@ -7,6 +7,7 @@ import re
 from fastapi import Request
 from starlette.datastructures import URL
 
+from maskmail.api.proxy import trusted_peer
 from maskmail.config import Settings
 
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
@@ -22,9 +23,7 @@ def _first(value: str | None) -> str | None:
 def public_url(request: Request, settings: Settings) -> URL:
     """The request URL, with scheme and host from X-Forwarded-* when the peer is trusted."""
     url = request.url
-    trusted = settings.trusted_proxy_hosts
-    peer = request.client.host if request.client else None
-    if "*" not in trusted and peer not in trusted:
+    if not trusted_peer(request.client.host if request.client else None, settings):
         return url
     proto = _first(request.headers.get("x-forwarded-proto"))
     if proto and proto.lower() in {"http", "https"}:

@@ -84,7 +84,8 @@ async def create_address(
         )
         if (have or 0) >= limit:
             raise LimitReached(
-                f"this account has reached its limit of {limit} addresses",
+                f"this account has reached its limit of {limit} addresses; "
+                "delete one you no longer use to make room",
                 {"limit": limit},
             )
     created = now()

@@ -6,13 +6,16 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Path, Query, Request
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import errors_for
 from maskmail.api.schemas import AddressUpdate, Page, PrivateEmail, address_json
 from maskmail.api.urls import public_url, with_page
+from maskmail.config import Settings
 from maskmail.core import paging
+from maskmail.core.records import RelayAddress
 from maskmail.store import addresses as store
 
 router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
@@ -21,8 +24,22 @@ router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
 AddressId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The address's id.")]
 
 
-def json(payload: Any) -> Response:
-    return Response(orjson.dumps(payload), media_type="application/json")
+def json(payload: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type="application/json")
+
+
+async def generate(
+    conn: AsyncConnection, user_id: int, settings: Settings, description: str = ""
+) -> RelayAddress:
+    """The one way every door of the API creates an address: under the configured limit."""
+    return await store.create_address(
+        conn,
+        user_id,
+        domain=settings.domain,
+        length=settings.address_length,
+        limit=settings.max_addresses_per_user,
+        description=description,
+    )
 
 
 @router.get(
@@ -75,14 +92,7 @@ async def list_addresses(
     description="Any request body is ignored. The new address is enabled, with zero counters.",
 )
 async def create_address(owner: CurrentOwner, conn: Conn, settings: CurrentSettings) -> Response:
-    created = await store.create_address(
-        conn,
-        owner.user_id,
-        domain=settings.domain,
-        length=settings.address_length,
-        limit=settings.max_addresses_per_user,
-    )
-    return json(address_json(created))
+    return json(address_json(await generate(conn, owner.user_id, settings)))
 
 
 @router.get(

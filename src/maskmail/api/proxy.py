@@ -1,0 +1,70 @@
+"""Paths as clients and reverse proxies send them: repeated slashes and path prefixes."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from maskmail.config import Settings, clean_prefix
+
+_SLASHES = re.compile(r"/{2,}")
+_RAW_SLASHES = re.compile(rb"/{2,}")
+
+
+def trusted_peer(peer: str | None, settings: Settings) -> bool:
+    """True when X-Forwarded-* headers from this peer are believed."""
+    trusted = settings.trusted_proxy_hosts
+    return "*" in trusted or (peer is not None and peer in trusted)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            first = value.decode("latin-1").split(",")[0].strip()
+            return first or None
+    return None
+
+
+class PathMiddleware:
+    """Rewrites the path before routing, so that no request needs a redirect.
+
+    - A base URL typed with a trailing slash makes clients ask for ``//api/...``
+      (Bitwarden joins base URL and path as strings); repeated slashes collapse.
+    - Behind a reverse proxy under a prefix, the prefix comes from a trusted
+      proxy's ``X-Forwarded-Prefix`` or from ``MASKMAIL_ROOT_PATH``. It becomes the
+      ASGI ``root_path``, so absolute URLs and the docs carry it, and routing works
+      whether or not the proxy stripped it from the path.
+    """
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.settings = settings
+
+    def _prefix(self, scope: Scope) -> str:
+        client = scope.get("client")
+        if trusted_peer(client[0] if client else None, self.settings):
+            forwarded = _header(scope, b"x-forwarded-prefix")
+            prefix = clean_prefix(forwarded) if forwarded else None
+            if prefix is not None:
+                return prefix
+        return self.settings.root_path or str(scope.get("root_path", "")).rstrip("/")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in {"http", "websocket"}:
+            await self.app(scope, receive, send)
+            return
+        scope = dict(scope)
+        path = _SLASHES.sub("/", scope["path"])
+        raw = scope.get("raw_path")
+        if raw is not None:
+            raw = _RAW_SLASHES.sub(b"/", raw)
+        prefix = self._prefix(scope)
+        if prefix and not (path == prefix or path.startswith(prefix + "/")):
+            path = prefix + path
+            raw = prefix.encode("ascii") + raw if raw is not None else None
+        scope["path"] = path
+        scope["root_path"] = prefix
+        if raw is not None:
+            scope["raw_path"] = raw
+        await self.app(scope, receive, send)
