@@ -14,6 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from maskmail.core.errors import StoreUnavailable
+from maskmail.store import sqlite_inline
 
 READONLY = "maskmail_readonly"
 BUSY_TIMEOUT_MS = 10_000
@@ -29,7 +30,12 @@ def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)
+        engine = create_async_engine(
+            url,
+            pool_size=pool_size,
+            max_overflow=0,
+            async_creator=sqlite_inline.connector(database or ":memory:", BUSY_TIMEOUT_MS),
+        )
         _install_sqlite_recipe(engine)
         return engine
     return create_async_engine(
@@ -48,7 +54,8 @@ def _install_sqlite_recipe(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
+        if dbapi_connection.isolation_level is not None:
+            dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
