@@ -38,8 +38,11 @@ def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
         )
         _install_sqlite_recipe(engine)
         return engine
+    # No overflow: under load, overflow connections were closed on return and opened
+    # again at once, and each PostgreSQL connection costs a backend process and a TLS
+    # attempt; requests beyond the pool wait for a connection instead (docs/benchmarks.md).
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, pool_timeout=10, pool_recycle=3600
+        url, pool_size=pool_size, max_overflow=0, pool_timeout=10, pool_recycle=3600
     )
 
 
@@ -88,10 +91,18 @@ def unavailable_on_outage() -> Iterator[None]:
 async def transaction(
     engine: AsyncEngine, *, readonly: bool = False
 ) -> AsyncIterator[AsyncConnection]:
-    """One transaction: committed when the block succeeds, rolled back when it raises."""
+    """One transaction: committed when the block succeeds, rolled back when it raises.
+
+    A read-only block on PostgreSQL runs without BEGIN and COMMIT: at READ COMMITTED each
+    statement takes its own snapshot inside a transaction too, so it would buy nothing but
+    two round trips per request. On SQLite it is a deferred transaction (one snapshot).
+    """
     with unavailable_on_outage():
         async with engine.connect() as conn:
             if readonly:
-                await conn.execution_options(**{READONLY: True})
+                options: dict[str, object] = {READONLY: True}
+                if engine.dialect.name == "postgresql":
+                    options["isolation_level"] = "AUTOCOMMIT"
+                await conn.execution_options(**options)
             async with conn.begin():
                 yield conn
