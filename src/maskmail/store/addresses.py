@@ -32,6 +32,8 @@ _of_owner = addresses.c.user_id == bindparam("user_id")
 _LIST = select(*_columns).where(_of_owner).order_by(addresses.c.id)
 _PAGE = _LIST.offset(bindparam("offset")).limit(bindparam("limit"))
 _COUNT = select(func.count()).select_from(addresses).where(_of_owner)
+_OWNER = select(users.c.id).where(users.c.id == bindparam("user_id"))
+_LOCK_OWNER = _OWNER.with_for_update()
 
 
 def to_record(row: Row[Any]) -> RelayAddress:
@@ -52,12 +54,14 @@ async def create_address(
 ) -> RelayAddress:
     """A new random address for the user, never one handed out before.
 
-    The owner's row is locked first, so that concurrent creates for one user queue up
-    and the limit check and the insert see the same world (SQLite's BEGIN IMMEDIATE
-    already serialises writers; FOR UPDATE does it on PostgreSQL).
+    With a limit, the owner's row is locked first, so that concurrent creates for one
+    user queue up and the limit check and the insert see the same world (SQLite's BEGIN
+    IMMEDIATE already serialises writers; FOR UPDATE does it on PostgreSQL). Without a
+    limit there is nothing to check, and uniqueness rests on the constraints, so creates
+    for one user need not queue.
     """
-    locked = await conn.scalar(select(users.c.id).where(users.c.id == user_id).with_for_update())
-    if locked is None:
+    owner = _LOCK_OWNER if limit > 0 else _OWNER
+    if await conn.scalar(owner, {"user_id": user_id}) is None:
         raise UserNotFound(f"no user with id {user_id}")
     if limit > 0:
         have = await conn.scalar(_COUNT, {"user_id": user_id})
