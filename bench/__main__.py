@@ -44,6 +44,31 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def publish(
+    args: argparse.Namespace, argv: list[str], load: Load, sections: list[tuple[str, list[str]]]
+) -> None:
+    """Print the tables and rewrite the generated block of the benchmarks page."""
+    commands = [
+        "bench/run " + shlex.join(argv),
+        "# each figure: " + shlex.join(load.command("http://127.0.0.1:PORT/v3/relay/addresses")),
+        "# with BENCH_KEY=<the account's key> BENCH_METHOD=GET|POST",
+        "# servers: " + shlex.join(api.server_command("maskmail", 0, 1, None)[1:]) + " (maskmail)",
+        "#          PEER_WORKERS=N ../shared/peers/drf/bin/maskmail serve (peer, gunicorn sync)",
+        "#          uvicorn bench.ceiling:app --workers N (ceiling)",
+    ]
+    note = (
+        f"{args.reps} rounds of {args.duration:g} s per figure at {args.connections} connections,"
+        " systems alternated within each round; medians shown, ratios are medians of per-round"
+        " ratios. The machine was shared with other developers' test runs, so absolute figures"
+        " are noisy; trust the same-run ratios."
+    )
+    for title, rows in sections:
+        print(f"\n{title}\n")
+        print("\n".join(rows), flush=True)
+    report.rewrite(args.out, report.generated(sections, commands, note))
+    print(f"\nwrote {args.out}", file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     args = parse(argv)
     systems = [s for s in api.SYSTEMS if s in _csv(args.systems)]
@@ -63,27 +88,10 @@ def main(argv: list[str]) -> int:
         )
         results = api.run_api(plan, api.stderr)
         sections = [("API: maskmail against the DRF peer and the ceiling", report.table(results))]
+        publish(args, argv, load, sections)
         if args.scale:
             sections.append(scale.run_scale(plan, results, api.stderr))
-    commands = [
-        "bench/run " + shlex.join(argv),
-        "# each figure: " + shlex.join(load.command("http://127.0.0.1:PORT/v3/relay/addresses")),
-        "# with BENCH_KEY=<the account's key> BENCH_METHOD=GET|POST",
-        "# servers: " + shlex.join(api.server_command("maskmail", 0, 1, None)[1:]) + " (maskmail)",
-        "#          PEER_WORKERS=N ../shared/peers/drf/bin/maskmail serve (peer, gunicorn sync)",
-        "#          uvicorn bench.ceiling:app --workers N (ceiling)",
-    ]
-    note = (
-        f"{args.reps} rounds of {args.duration:g} s per figure at {args.connections} connections,"
-        " systems alternated within each round; medians shown, ratios are medians of per-round"
-        " ratios. The machine was shared with other developers' test runs, so absolute figures"
-        " are noisy; trust the same-run ratios."
-    )
-    for title, rows in sections:
-        print(f"\n{title}\n")
-        print("\n".join(rows))
-    report.rewrite(args.out, report.generated(sections, commands, note))
-    print(f"\nwrote {args.out}", file=sys.stderr)
+            publish(args, argv, load, sections)
     return 0
 
 

@@ -21,7 +21,7 @@ import asyncpg
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
-PEER_DIR = ROOT.parent / "shared" / "peers" / "drf"
+PEER_DIR = Path(os.environ.get("BENCH_PEER_DIR", ROOT.parent / "shared" / "peers" / "drf"))
 PG_ADMIN = os.environ.get("BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 # The harness measures throughput, not the rate limiter's refusals.
 UNLIMITED = "1000000000/second"

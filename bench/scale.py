@@ -82,14 +82,14 @@ def run_scale(plan: Plan, small: dict[Key, list[Figures]], say: Log) -> tuple[st
                     ("post", "POST, user with 100", url, keys[1], "POST"),
                     (
                         "",
-                        "page 1, user with 100,000",
+                        f"page 1, user with {BIG:,}",
                         f"{url}?paging=1&size={PAGE}",
                         keys[-1],
                         "GET",
                     ),
                     (
                         "",
-                        f"last page ({last:,}), user with 100,000",
+                        f"last page ({last:,}), user with {BIG:,}",
                         f"{url}?paging=1&size={PAGE}&page={last}",
                         keys[-1],
                         "GET",
@@ -109,9 +109,9 @@ def run_scale(plan: Plan, small: dict[Key, list[Figures]], say: Log) -> tuple[st
                         f"| {median(f.p99_ms for f in figs):.2f} | {versus} |"
                     )
                 growth, took = _peak_growth(server, url, keys[-1], 3)
-                say(f"[{backend} scale] full 100,000 array: {took:.2f} s, +{growth:.0f} MB RSS")
+                say(f"[{backend} scale] full {BIG:,} array: {took:.2f} s, +{growth:.0f} MB RSS")
                 rows.append(
-                    f"| {backend} | full array of 100,000, one request at a time "
+                    f"| {backend} | full array of {BIG:,}, one request at a time "
                     f"| {1 / took:.2f} | {took * 1000:,.0f} | - "
                     f"| peak RSS growth {growth:.0f} MB |"
                 )
