@@ -15,8 +15,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support import free_port
+
 from bench import seed
-from bench.lab import VENV_BIN, Database, Server, database, free_port, run, system_env
+from bench.lab import VENV_BIN, Database, Server, database, run, system_env
 from bench.measure import Figures, Load, wrk
 
 BASE = "/v3/relay/addresses"

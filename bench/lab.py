@@ -1,12 +1,13 @@
-"""The bench's surroundings: databases made and dropped per run, and server processes."""
+"""The bench's surroundings: databases made and dropped per run, and server processes.
+
+Databases and ports come from tests/support.py, which the test suite uses the same way;
+MASKMAIL_TEST_POSTGRES names the PostgreSQL server for both.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,28 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
+from tests.support import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 PEER_DIR = Path(os.environ.get("BENCH_PEER_DIR", ROOT.parent / "shared" / "peers" / "drf"))
-PG_ADMIN = os.environ.get("BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 # The harness measures throughput, not the rate limiter's refusals.
 UNLIMITED = "1000000000/second"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _pg(statement: str) -> None:
-    conn = await asyncpg.connect(PG_ADMIN, timeout=10)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 @dataclass(frozen=True)
@@ -57,20 +43,13 @@ class Database:
 
 @contextmanager
 def database(backend: str, tmp: Path, label: str) -> Iterator[Database]:
-    """A dedicated database for this run only: a fresh file, or a PostgreSQL database that
-    the harness creates and drops itself (no other database is touched)."""
+    """A dedicated database for this run only: a fresh SQLite file, or a PostgreSQL
+    database created and dropped around the block (the tests' own helper; no other
+    database is touched)."""
     data_dir = tmp / f"{backend}-{label}"
     data_dir.mkdir(parents=True, exist_ok=True)
-    if backend == "sqlite":
-        yield Database(backend, f"sqlite+aiosqlite:///{data_dir / 'maskmail.db'}", data_dir)
-        return
-    name = f"maskmail_bench_{os.getpid()}_{label}_{secrets.token_hex(3)}"
-    asyncio.run(_pg(f'CREATE DATABASE "{name}"'))
-    try:
-        base = PG_ADMIN.rsplit("/", 1)[0].split("://", 1)[1]
-        yield Database(backend, f"postgresql+asyncpg://{base}/{name}", data_dir)
-    finally:
-        asyncio.run(_pg(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_database(backend, data_dir) as url:
+        yield Database(backend, url, data_dir)
 
 
 def system_env(db: Database) -> dict[str, str]:

@@ -10,9 +10,11 @@ import time
 import urllib.request
 from statistics import median
 
+from tests.support import free_port
+
 from bench import seed
 from bench.api import BASE, Key, Log, Plan, server_command
-from bench.lab import VENV_BIN, Server, database, free_port, rss_kib, run, system_env
+from bench.lab import VENV_BIN, Server, database, rss_kib, run, system_env
 from bench.measure import Figures, wrk
 
 USERS = 10_000

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -93,74 +94,81 @@ def _batches(rows: Iterator[tuple[object, ...]]) -> Iterator[list[tuple[object, 
         yield batch
 
 
+@dataclass
+class Rows:
+    """What one load writes: users, their keys, and their addresses in batches."""
+
+    users: list[tuple[object, ...]]
+    api_keys: list[tuple[object, ...]]
+    addresses: Iterator[list[tuple[object, ...]]]
+    bar: Progress
+
+
 def load_maskmail(db: Database, counts: Sequence[int], *, progress: bool = False) -> list[str]:
     """Users 1..len(counts), the i-th with counts[i] addresses and one API key; their keys."""
     keys = [generate_key() for _ in counts]
     created = int(time.time())
-    users = [(i, f"user{i}@example.com", created) for i in range(1, len(counts) + 1)]
-    api_keys = [(i, hash_key(key), created, None) for i, key in enumerate(keys, start=1)]
-    bar = Progress("loading addresses", sum(counts), progress)
-    rows = _batches(_address_rows(counts, created))
+    rows = Rows(
+        # email_key is the mailbox in lower case (store/accounts.py); these are lower already.
+        users=[
+            (i, f"user{i}@example.com", f"user{i}@example.com", created)
+            for i in range(1, len(counts) + 1)
+        ],
+        api_keys=[(i, hash_key(key), created, None) for i, key in enumerate(keys, start=1)],
+        addresses=_batches(_address_rows(counts, created)),
+        bar=Progress("loading addresses", sum(counts), progress),
+    )
     if db.backend == "sqlite":
-        _load_sqlite(db, users, api_keys, rows, bar)
+        _load_sqlite(db, rows)
     else:
-        asyncio.run(_load_postgres(db, users, api_keys, rows, bar))
+        asyncio.run(_load_postgres(db, rows))
     return keys
 
 
-def _load_sqlite(
-    db: Database,
-    users: Sequence[tuple[object, ...]],
-    api_keys: Sequence[tuple[object, ...]],
-    rows: Iterator[list[tuple[object, ...]]],
-    bar: Progress,
-) -> None:
+def _load_sqlite(db: Database, rows: Rows) -> None:
     conn = sqlite3.connect(db.url.split(":///", 1)[1], isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT INTO users (id, email, created_time) VALUES (?, ?, ?)", users)
+        conn.executemany(
+            "INSERT INTO users (id, email, email_key, created_time) VALUES (?, ?, ?, ?)",
+            rows.users,
+        )
         conn.executemany(
             "INSERT INTO api_keys (user_id, key_hash, created_time, revoked_time)"
             " VALUES (?, ?, ?, ?)",
-            api_keys,
+            rows.api_keys,
         )
         marks = ", ".join("?" * len(ADDRESS_COLUMNS))
         insert = f"INSERT INTO addresses ({', '.join(ADDRESS_COLUMNS)}) VALUES ({marks})"
-        for batch in rows:
+        for batch in rows.addresses:
             conn.executemany(insert, batch)
-            bar.add(len(batch))
+            rows.bar.add(len(batch))
         conn.execute("COMMIT")
         conn.execute("ANALYZE")
     finally:
         conn.close()
 
 
-async def _load_postgres(
-    db: Database,
-    users: Sequence[tuple[object, ...]],
-    api_keys: Sequence[tuple[object, ...]],
-    rows: Iterator[list[tuple[object, ...]]],
-    bar: Progress,
-) -> None:
+async def _load_postgres(db: Database, rows: Rows) -> None:
     conn = await asyncpg.connect(db.plain_url)
     try:
         async with conn.transaction():
             await conn.copy_records_to_table(
-                "users", records=users, columns=["id", "email", "created_time"]
+                "users", records=rows.users, columns=["id", "email", "email_key", "created_time"]
             )
             await conn.execute(
                 "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT max(id) FROM users))"
             )
             await conn.copy_records_to_table(
                 "api_keys",
-                records=api_keys,
+                records=rows.api_keys,
                 columns=["user_id", "key_hash", "created_time", "revoked_time"],
             )
-            for batch in rows:
+            for batch in rows.addresses:
                 await conn.copy_records_to_table(
                     "addresses", records=batch, columns=list(ADDRESS_COLUMNS)
                 )
-                bar.add(len(batch))
+                rows.bar.add(len(batch))
         await conn.execute("ANALYZE")
     finally:
         await conn.close()
