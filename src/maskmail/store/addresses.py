@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any, Literal
 
-from sqlalchemy import Row, bindparam, delete, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Row, bindparam, delete, func, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
@@ -71,38 +72,41 @@ async def create_address(
                 {"limit": limit},
             )
     created = now()
+    # ON CONFLICT DO NOTHING rather than a SAVEPOINT per draw: a collision is a row not
+    # written, not an error to roll back, which saves two round trips per create.
+    upsert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     for _ in range(MAX_DRAWS):
         local = rules.generate_local_part(length, choose)
-        try:
-            async with conn.begin_nested():
-                await conn.execute(
-                    insert(tombstones).values(
-                        hash=rules.tombstone(rules.full_address(local, domain)),
-                        created_time=created,
-                    )
-                )
-                result = await conn.execute(
-                    insert(addresses)
-                    .values(
-                        user_id=user_id,
-                        address=local,
-                        domain=domain,
-                        subdomain=None,
-                        enabled=True,
-                        block_spam=False,
-                        description=description,
-                        created_time=created,
-                        updated_time=None,
-                        num_forwarded=0,
-                        num_blocked=0,
-                        num_replied=0,
-                        num_spam=0,
-                    )
-                    .returning(*_columns)
-                )
-                return to_record(result.one())
-        except IntegrityError:
-            continue
+        fresh = await conn.execute(
+            upsert(tombstones)
+            .values(hash=rules.tombstone(rules.full_address(local, domain)), created_time=created)
+            .on_conflict_do_nothing()
+        )
+        if fresh.rowcount != 1:
+            continue  # handed out before
+        result = await conn.execute(
+            upsert(addresses)
+            .values(
+                user_id=user_id,
+                address=local,
+                domain=domain,
+                subdomain=None,
+                enabled=True,
+                block_spam=False,
+                description=description,
+                created_time=created,
+                updated_time=None,
+                num_forwarded=0,
+                num_blocked=0,
+                num_replied=0,
+                num_spam=0,
+            )
+            .on_conflict_do_nothing()
+            .returning(*_columns)
+        )
+        row = result.first()
+        if row is not None:
+            return to_record(row)
     raise AddressTaken("could not find a free address; try again")
 
 
@@ -113,7 +117,7 @@ def _owned(user_id: int, address_id: int) -> Any:
 async def list_addresses(conn: AsyncConnection, user_id: int) -> list[RelayAddress]:
     """All of the owner's addresses, oldest first."""
     result = await conn.execute(_LIST, {"user_id": user_id})
-    return [to_record(row) for row in result]
+    return [to_record(row) for row in result.all()]
 
 
 async def page_addresses(
@@ -124,7 +128,7 @@ async def page_addresses(
     if offset >= count:
         return count, []
     result = await conn.execute(_PAGE, {"user_id": user_id, "offset": offset, "limit": limit})
-    return count, [to_record(row) for row in result]
+    return count, [to_record(row) for row in result.all()]
 
 
 async def get_address(conn: AsyncConnection, user_id: int, address_id: int) -> RelayAddress:
