@@ -49,8 +49,11 @@ def publish(
 ) -> None:
     """Print the tables and rewrite the generated block of the benchmarks page."""
     commands = [
-        "bench/run " + shlex.join(argv),
-        "# each figure: " + shlex.join(load.command("http://127.0.0.1:PORT/v3/relay/addresses")),
+        " ".join(["bench/run", *map(shlex.quote, argv)]),
+        "# each figure: "
+        + shlex.join(load.command("http://127.0.0.1:PORT/v3/relay/addresses")).replace(
+            f"{ROOT}/", ""
+        ),
         "# with BENCH_KEY=<the account's key> BENCH_METHOD=GET|POST",
         "# servers: " + shlex.join(api.server_command("maskmail", 0, 1, None)[1:]) + " (maskmail)",
         "#          PEER_WORKERS=N ../shared/peers/drf/bin/maskmail serve (peer, gunicorn sync)",
