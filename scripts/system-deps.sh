@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=()
 # command:package pairs; extend as tests start real servers.
-for pair in rspamd:rspamd postfix:postfix; do
+for pair in rspamd:rspamd postfix:postfix wrk:wrk; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || packages+=("${pair##*:}")
 done
 if [ ${#packages[@]} -gt 0 ]; then

@@ -110,6 +110,7 @@ class Settings(BaseSettings):
     def _check_relays(cls, value: str) -> str:
         _networks(value)
         return value
+
     @field_validator("root_path")
     @classmethod
     def _check_root_path(cls, value: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -41,6 +42,9 @@ def create_app(settings: Settings) -> FastAPI:
             settings.resolved_database_url, pool_size=settings.db_pool_size
         )
         app.state.limiter = Limiter(settings.rate_limit, settings.redis_url)
+        # Everything alive now lives as long as the app: keep the collector from walking it
+        # again on every full collection (a listing of 1,000 addresses triggered several).
+        gc.freeze()
         try:
             yield
         finally:

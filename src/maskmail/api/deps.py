@@ -20,7 +20,7 @@ from maskmail.store.engine import transaction
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -71,12 +71,12 @@ async def revoke_key(conn: AsyncConnection, key_hash: str) -> bool:
     return result.rowcount == 1
 
 
+# Built once; every request runs it, and never from a cache: a revoked key stops at once.
+_OWNER_FOR_KEY = select(api_keys.c.user_id, api_keys.c.id).where(
+    api_keys.c.key_hash == bindparam("key_hash"), api_keys.c.revoked_time.is_(None)
+)
+
+
 async def owner_for_key(conn: AsyncConnection, key_hash: str) -> Owner | None:
-    row = (
-        await conn.execute(
-            select(api_keys.c.user_id, api_keys.c.id).where(
-                api_keys.c.key_hash == key_hash, api_keys.c.revoked_time.is_(None)
-            )
-        )
-    ).first()
+    row = (await conn.execute(_OWNER_FOR_KEY, {"key_hash": key_hash})).first()
     return None if row is None else Owner(user_id=int(row[0]), key_id=int(row[1]))

@@ -14,6 +14,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from maskmail.core.errors import StoreUnavailable
+from maskmail.store import sqlite_inline
 
 READONLY = "maskmail_readonly"
 BUSY_TIMEOUT_MS = 10_000
@@ -29,11 +30,19 @@ def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
         database = make_url(url).database
         if database and database != ":memory:":
             Path(database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)
+        engine = create_async_engine(
+            url,
+            pool_size=pool_size,
+            max_overflow=0,
+            async_creator=sqlite_inline.connector(database or ":memory:", BUSY_TIMEOUT_MS),
+        )
         _install_sqlite_recipe(engine)
         return engine
+    # No overflow: under load, overflow connections were closed on return and opened
+    # again at once, and each PostgreSQL connection costs a backend process and a TLS
+    # attempt; requests beyond the pool wait for a connection instead (docs/benchmarks.md).
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, pool_timeout=10, pool_recycle=3600
+        url, pool_size=pool_size, max_overflow=0, pool_timeout=10, pool_recycle=3600
     )
 
 
@@ -48,7 +57,8 @@ def _install_sqlite_recipe(engine: AsyncEngine) -> None:
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
+        if dbapi_connection.isolation_level is not None:
+            dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -81,10 +91,18 @@ def unavailable_on_outage() -> Iterator[None]:
 async def transaction(
     engine: AsyncEngine, *, readonly: bool = False
 ) -> AsyncIterator[AsyncConnection]:
-    """One transaction: committed when the block succeeds, rolled back when it raises."""
+    """One transaction: committed when the block succeeds, rolled back when it raises.
+
+    A read-only block on PostgreSQL runs without BEGIN and COMMIT: at READ COMMITTED each
+    statement takes its own snapshot inside a transaction too, so it would buy nothing but
+    two round trips per request. On SQLite it is a deferred transaction (one snapshot).
+    """
     with unavailable_on_outage():
         async with engine.connect() as conn:
             if readonly:
-                await conn.execution_options(**{READONLY: True})
+                options: dict[str, object] = {READONLY: True}
+                if engine.dialect.name == "postgresql":
+                    options["isolation_level"] = "AUTOCOMMIT"
+                await conn.execution_options(**options)
             async with conn.begin():
                 yield conn

@@ -1,0 +1,34 @@
+"""The address limit holds when one user's creates race each other."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from maskmail.core.errors import LimitReached
+from maskmail.store import accounts
+from maskmail.store import addresses as store
+from maskmail.store.engine import transaction
+
+pytestmark = pytest.mark.anyio
+DOMAIN = "relay.test"
+
+
+async def test_racing_creates_stop_at_the_limit(engine: AsyncEngine) -> None:
+    async with transaction(engine) as conn:
+        user = await accounts.add_user(conn, f"race-{id(engine)}@example.com")
+
+    async def create() -> bool:
+        try:
+            async with transaction(engine) as conn:
+                await store.create_address(conn, user, domain=DOMAIN, length=8, limit=3)
+        except LimitReached:
+            return False
+        return True
+
+    made = await asyncio.gather(*(create() for _ in range(12)))
+    assert sum(made) == 3
+    async with transaction(engine, readonly=True) as conn:
+        assert len(await store.list_addresses(conn, user)) == 3
