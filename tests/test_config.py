@@ -1,4 +1,4 @@
-"""Mail-plane settings: smarthost, trusted relays, and the bounce secret kept across restarts."""
+"""Settings: TOML file and environment, smarthost, trusted relays, the kept bounce secret."""
 
 from __future__ import annotations
 
@@ -49,3 +49,15 @@ def test_configured_bounce_secret_wins(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, bounce_secret="s3cret")
     assert load_bounce_secret(settings) == b"s3cret"
     assert not (tmp_path / BOUNCE_SECRET_FILE).exists()
+
+
+def test_toml_file_sets_values_and_environment_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "maskmail.toml"
+    config.write_text('domain = "Mask.Example.org"\nmax_page_size = 25\nrate_limit = "5/second"\n')
+    monkeypatch.setenv("MASKMAIL_CONFIG_FILE", str(config))
+    monkeypatch.setenv("MASKMAIL_RATE_LIMIT", "7/second")
+    settings = Settings()
+    assert (settings.domain, settings.max_page_size) == ("mask.example.org", 25)
+    assert settings.rate_limit == "7/second"
