@@ -15,6 +15,10 @@ from pathlib import Path
 
 import asyncpg
 
+from maskmail.core import keys
+from maskmail.store import accounts
+from maskmail.store.engine import create_engine, transaction
+
 PG_ADMIN_DSN = os.environ.get("MASKMAIL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ("sqlite", "postgres")
 
@@ -109,3 +113,20 @@ def running(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+async def make_keys(url: str, *mailboxes: str) -> list[str]:
+    """A user and an API key for each mailbox, committed."""
+    engine = create_engine(url, pool_size=1)
+    made = []
+    try:
+        async with transaction(engine) as conn:
+            for mailbox in mailboxes:
+                key = keys.generate_key()
+                await accounts.add_key(
+                    conn, await accounts.add_user(conn, mailbox), keys.hash_key(key)
+                )
+                made.append(key)
+    finally:
+        await engine.dispose()
+    return made

@@ -11,24 +11,9 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 
 from maskmail.api.app import create_app
-from maskmail.core import keys
-from maskmail.store import accounts
-from maskmail.store.engine import create_engine, transaction
 from maskmail.store.migrate import upgrade
 from tests.api.conftest import make_settings
-from tests.support import BACKENDS, fresh_database
-
-
-async def _user_with_key(url: str) -> str:
-    engine = create_engine(url, pool_size=1)
-    key = keys.generate_key()
-    try:
-        async with transaction(engine) as conn:
-            user_id = await accounts.add_user(conn, "fuzz@example.com")
-            await accounts.add_key(conn, user_id, keys.hash_key(key))
-    finally:
-        await engine.dispose()
-    return key
+from tests.support import BACKENDS, fresh_database, make_keys
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -37,7 +22,7 @@ def fuzz_target(
 ) -> Iterator[tuple[Any, str]]:
     with fresh_database(request.param, tmp_path_factory.mktemp("fuzz")) as url:
         upgrade(url)
-        key = asyncio.run(_user_with_key(url))
+        [key] = asyncio.run(make_keys(url, "fuzz@example.com"))
         app = create_app(make_settings(url, max_addresses_per_user=25))
         yield schemathesis.openapi.from_asgi("/openapi.json", app), key
 

@@ -20,11 +20,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from maskmail.core import keys
-from maskmail.store import accounts
-from maskmail.store.engine import create_engine, transaction
 from maskmail.store.migrate import upgrade
-from tests.support import BACKENDS, free_port, fresh_database, running
+from tests.support import BACKENDS, free_port, fresh_database, make_keys, running
 
 pytestmark = pytest.mark.slow
 
@@ -71,23 +68,6 @@ def send(method: str, url: str, headers: dict[str, str], body: bytes | None = No
         conn.close()
     parsed = json.loads(raw) if raw and "json" in found.get("content-type", "") else raw
     return Reply(response.status, found, parsed)
-
-
-async def make_keys(url: str, *mailboxes: str) -> list[str]:
-    """A user and an API key for each mailbox, committed."""
-    engine = create_engine(url, pool_size=1)
-    made = []
-    try:
-        async with transaction(engine) as conn:
-            for mailbox in mailboxes:
-                key = keys.generate_key()
-                await accounts.add_key(
-                    conn, await accounts.add_user(conn, mailbox), keys.hash_key(key)
-                )
-                made.append(key)
-    finally:
-        await engine.dispose()
-    return made
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
