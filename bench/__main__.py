@@ -1,7 +1,7 @@
 """``bench/run``: every benchmark, a table on stdout, and docs/benchmarks.md rewritten.
 
-Benchmarks are families; each one returns markdown rows. The mail family (against
-Postfix) will be added beside ``api`` and ``scale`` once the mail plane exists.
+Benchmarks are families; each one returns markdown rows: ``api`` (with ``scale``) and
+``mail`` (against Postfix, bench/mail.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import api, report, scale
+from bench import api, mail_report, report, scale
 from bench.lab import ROOT, peer_venv
 from bench.measure import Load
 
@@ -30,6 +30,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--backends", default="sqlite,postgres")
     p.add_argument("--systems", default=",".join(api.SYSTEMS))
     p.add_argument("--endpoints", default=",".join(e.name for e in api.ENDPOINTS))
+    p.add_argument("--families", default="api,mail", help="which benchmarks: api,mail")
+    mail_report.add_arguments(p)
     p.add_argument("--scale", action="store_true", help="also the 1M-address run (minutes)")
     p.add_argument(
         "--smoke",
@@ -41,6 +43,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.smoke:
         args.duration, args.reps, args.workers = 1, 1, "1"
         args.backends, args.systems = "sqlite", "maskmail,ceiling"
+        mail_report.smoke(args)
     return args
 
 
@@ -89,11 +92,20 @@ def main(argv: list[str]) -> int:
             work=Path(tmp),
             peer_python=peer_venv() / "bin" / "python" if "peer" in systems else None,
         )
-        results = api.run_api(plan, api.stderr)
-        sections = [("API: maskmail against the DRF peer and the ceiling", report.table(results))]
-        publish(args, argv, load, sections)
-        if args.scale:
-            sections.append(scale.run_scale(plan, results, api.stderr))
+        sections: list[tuple[str, list[str]]] = []
+        if "api" in _csv(args.families):
+            results = api.run_api(plan, api.stderr)
+            sections.append(
+                ("API: maskmail against the DRF peer and the ceiling", report.table(results))
+            )
+            publish(args, argv, load, sections)
+            if args.scale:
+                sections.append(scale.run_scale(plan, results, api.stderr))
+                publish(args, argv, load, sections)
+        if "mail" in _csv(args.families):
+            work = Path(tmp) / "mail"
+            work.mkdir()
+            sections.append(mail_report.section(args, argv, _csv(args.backends), work, api.stderr))
             publish(args, argv, load, sections)
     return 0
 

@@ -1,0 +1,113 @@
+"""The mail family's options, and its section of the report: the table, targets and commands."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+from statistics import median
+
+from bench.mail import RSS_TARGET_MB, SYSTEMS, Key, Log, MailFigures, MailPlan, run_mail
+
+TITLE = "Mail: maskmail against Postfix"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mail-messages", type=int, default=2000, help="messages per measurement")
+    p.add_argument("--mail-connections", type=int, default=8)
+    p.add_argument("--mail-size", type=int, default=10_240, help="bytes per message")
+    p.add_argument("--mail-reps", type=int, default=3, help="rounds of maskmail, Postfix")
+
+
+def smoke(args: argparse.Namespace) -> None:
+    args.mail_messages, args.mail_reps = 40, 1
+
+
+def plan_from(args: argparse.Namespace, backends: list[str], work: Path) -> MailPlan:
+    return MailPlan(
+        backends=backends,
+        messages=args.mail_messages,
+        connections=args.mail_connections,
+        size=args.mail_size,
+        reps=args.mail_reps,
+        warmup=min(200, args.mail_messages),
+        work=work,
+    )
+
+
+def _ratio(mine: list[MailFigures], theirs: list[MailFigures]) -> float | None:
+    """The median of per-round ratios: each round's pair saw the same machine state."""
+    pairs = [a.rate / b.rate for a, b in zip(mine, theirs, strict=False) if b.rate > 0]
+    return median(pairs) if pairs else None
+
+
+def table(results: dict[Key, list[MailFigures]]) -> list[str]:
+    rows = [
+        "| backend | system | msg/s | p50 ms | p99 ms | CPU ms/msg | peak PSS MB | peak RSS MB"
+        " | processes | errors | x Postfix |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (backend, system), figs in results.items():
+        ratio = _ratio(figs, results.get((backend, "postfix"), [])) if system != "postfix" else None
+
+        def mid(attr: str, figs: list[MailFigures] = figs) -> float:
+            return median(float(getattr(f, attr)) for f in figs)
+
+        rows.append(
+            f"| {backend} | {system} | {mid('rate'):,.0f} | {mid('p50_ms'):,.0f} "
+            f"| {mid('p99_ms'):,.0f} | {mid('cpu_ms'):.2f} | {mid('pss_mb'):.0f} "
+            f"| {mid('rss_mb'):.0f} | {max(f.processes for f in figs)} "
+            f"| {sum(f.errors for f in figs)} | {'-' if ratio is None else f'{ratio:.2f}'} |"
+        )
+    return rows
+
+
+def targets(results: dict[Key, list[MailFigures]]) -> list[str]:
+    lines = []
+    for (backend, system), figs in results.items():
+        if system == "postfix":
+            continue
+        ratio = _ratio(figs, results.get((backend, "postfix"), []))
+        rss = max(f.rss_mb for f in figs)
+        shown = "-" if ratio is None else f"{ratio:.2f}"
+        met = ratio is not None and ratio >= 0.5 and rss < RSS_TARGET_MB
+        lines.append(
+            f"- {backend}: maskmail/Postfix end to end {shown} (target >= 0.5), maskmail peak"
+            f" RSS {rss:.0f} MB (target < {RSS_TARGET_MB}): {'met' if met else 'not met'}."
+        )
+    return lines
+
+
+def section(
+    args: argparse.Namespace, argv: list[str], backends: list[str], work: Path, say: Log
+) -> tuple[str, list[str]]:
+    """Run the family and return its report section, commands and notes included."""
+    plan = plan_from(args, backends, work)
+    results = run_mail(plan, say)
+    load = (
+        f"python -m bench.mail_load --port PORT --count {plan.messages} --connections"
+        f" {plan.connections} --size {plan.size} --seed ROUND < relay-addresses"
+    )
+    rows = [
+        f"{plan.messages:,} messages of {plan.size:,} bytes over {plan.connections} connections"
+        f" per measurement, {plan.reps} rounds of {' then '.join(SYSTEMS)} after a"
+        f" {plan.warmup}-message warm-up each; medians shown, the ratio is the median of"
+        " per-round ratios. CPU is the server's whole process tree (Postfix: master and every"
+        " child, exited ones included); PSS is summed over the tree and sampled every 0.1 s;"
+        " peak RSS is maskmail's own high-water mark (VmHWM) and, for Postfix, the sampled"
+        " sum over its processes (which counts shared pages many times).",
+        "",
+        "```",
+        " ".join(["bench/run", *map(shlex.quote, argv)]),
+        f"# load: {load}",
+        "# sink:  python -m bench.mail_sink PORT  (one per system, aiosmtpd, records arrivals)",
+        "# maskmail: MASKMAIL_SMARTHOST=127.0.0.1:SINK maskmail smtp --host 127.0.0.1 --port PORT",
+        "# postfix:  postfix -c DIR start  (bench/postfix_ref.py: virtual_alias_maps,"
+        " relayhost = [127.0.0.1]:SINK)",
+        "```",
+        "",
+        *table(results),
+        "",
+        *targets(results),
+    ]
+    return TITLE, rows
