@@ -25,7 +25,6 @@ from maskmail.mail.outbound import Outbound
 from maskmail.mail.spam import SpamJudge
 from maskmail.store import mailflow
 from maskmail.store.engine import transaction
-from maskmail.store.reverse_aliases import reverse_alias_for
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +162,9 @@ class RelayHandler:
         (a bounce with no From), so that no alias stands for an empty sender."""
         if "@" not in reply_to:
             return None
-        async with transaction(self.ctx.engine) as conn:
-            alias = await reverse_alias_for(conn, address_id, reply_to, domain=self.ctx.domain)
-        return alias.full_address
+        return await mailflow.reverse_alias(
+            self.ctx.engine, address_id, reply_to, domain=self.ctx.domain
+        )
 
     async def _send(self, message: bytes, verdict: Verdict, address_id: int) -> None:
         assert verdict.target is not None

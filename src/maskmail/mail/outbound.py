@@ -15,6 +15,7 @@ from typing import Protocol
 import aiosmtplib
 
 from maskmail.core.errors import DeliveryDeferred, DeliveryRefused
+from maskmail.mail.smtp_pool import SmtpPool
 
 log = logging.getLogger(__name__)
 
@@ -34,28 +35,20 @@ def _mail_options(message: bytes, sender: str, recipient: str) -> list[str]:
 
 
 class Smarthost:
-    """The site's outbound MTA (Postfix in production)."""
+    """The site's outbound MTA (Postfix in production), over pooled connections."""
 
     def __init__(self, host: str, port: int, *, timeout: float, local_hostname: str) -> None:
         self.host = host
         self.port = port
-        self.timeout = timeout
-        self.local_hostname = local_hostname
+        self.pool = SmtpPool(host, port, timeout=timeout, local_hostname=local_hostname)
 
     async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None:
         try:
-            await aiosmtplib.send(
+            await self.pool.sendmail(
                 message,
                 sender=sender,
-                recipients=[recipient],
+                recipient=recipient,
                 mail_options=_mail_options(message, sender, recipient),
-                hostname=self.host,
-                port=self.port,
-                timeout=self.timeout,
-                local_hostname=self.local_hostname,
-                # The smarthost is the site's own MTA, normally on loopback or a private
-                # network; TLS to it is its operator's choice and is not forced here.
-                start_tls=False,
             )
         except aiosmtplib.SMTPRecipientsRefused as exc:
             codes = [error.code for error in exc.recipients]
@@ -65,6 +58,9 @@ class Smarthost:
         except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
             log.warning("smarthost %s:%s unavailable: %s", self.host, self.port, type(exc).__name__)
             raise DeliveryDeferred("the smarthost is unavailable") from exc
+
+    async def close(self) -> None:
+        await self.pool.close()
 
 
 def _raise_for(code: int, message: str) -> None:
@@ -93,3 +89,6 @@ class Outbox:
         except OSError as exc:
             log.error("cannot write to the outbox %s: %s", self.path, exc)
             raise DeliveryDeferred("the outbox is not writable") from exc
+
+    async def close(self) -> None:
+        """Nothing stays open between deliveries."""

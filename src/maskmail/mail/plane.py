@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from maskmail.config import Settings, load_bounce_secret
 from maskmail.mail.dkim import load_signer
 from maskmail.mail.handler import MailContext, RelayHandler
-from maskmail.mail.outbound import Outbound, Outbox, Smarthost
+from maskmail.mail.outbound import Outbox, Smarthost
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
 
@@ -21,7 +21,7 @@ RSPAMD_TIMEOUT = 20.0
 CLOSE_TIMEOUT = 5.0
 
 
-def outbound_for(settings: Settings) -> Outbound:
+def outbound_for(settings: Settings) -> Smarthost | Outbox:
     """The smarthost when one is set; otherwise the Maildir in the data dir."""
     address = settings.smarthost_address
     if address is None:
@@ -37,12 +37,13 @@ async def mail_plane(
     settings: Settings, engine: AsyncEngine, *, host: str, port: int
 ) -> AsyncIterator[asyncio.Server]:
     """The SMTP server, listening until the block ends."""
+    outbound = outbound_for(settings)
     async with httpx.AsyncClient(timeout=RSPAMD_TIMEOUT) as client:
         context = MailContext(
             engine=engine,
             domain=settings.domain,
             hostname=settings.mail_hostname,
-            outbound=outbound_for(settings),
+            outbound=outbound,
             judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
             bounce_secret=load_bounce_secret(settings),
             signer=load_signer(
@@ -66,3 +67,4 @@ async def mail_plane(
             # (the sessions left are cancelled with the loop).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(server.wait_closed(), CLOSE_TIMEOUT)
+            await outbound.close()

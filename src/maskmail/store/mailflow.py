@@ -1,16 +1,42 @@
-"""What the mail plane reads and counts: a recipient with its owner, and verdict counters."""
+"""What the mail plane reads and counts: a recipient with its owner, and verdict counters.
+
+The statements are built once, with bound parameters: per message, building them and
+their cache keys cost more than the database took to run them (docs/benchmarks.md).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import get_args
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from maskmail.core import reverse
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
-from maskmail.store import accounts
-from maskmail.store.addresses import count_mail, find_address
+from maskmail.store.engine import transaction
+from maskmail.store.reverse_aliases import reverse_alias_for
+from maskmail.store.tables import addresses, reverse_aliases, users
+
+# The address in RelayAddress's field order, then its owner's mailbox: one round trip.
+_RECIPIENT = (
+    select(*(addresses.c[field.name] for field in fields(RelayAddress)), users.c.email)
+    .join_from(addresses, users, addresses.c.user_id == users.c.id)
+    .where(addresses.c.address == bindparam("local"), addresses.c.domain == bindparam("domain"))
+)
+_PAIR = select(reverse_aliases.c.alias, reverse_aliases.c.domain).where(
+    reverse_aliases.c.address_id == bindparam("address_id"),
+    reverse_aliases.c.sender == bindparam("sender"),
+)
+# One atomic increment per counter, never read-modify-write.
+_COUNT = {
+    name: update(addresses)
+    .where(addresses.c.id == bindparam("address_id"))
+    .values({addresses.c[name]: addresses.c[name] + 1})
+    for name in get_args(Counter)
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,13 +47,35 @@ class Recipient:
 
 async def find_recipient(conn: AsyncConnection, local: str, domain: str) -> Recipient | None:
     """The live relay address ``local@domain`` and its owner's real mailbox."""
-    address = await find_address(conn, local, domain)
-    if address is None:
+    row = (
+        await conn.execute(_RECIPIENT, {"local": local.lower(), "domain": domain.lower()})
+    ).first()
+    if row is None:
         return None
-    return Recipient(address, await accounts.user_email(conn, address.user_id))
+    # By position, as store.addresses.to_record does.
+    return Recipient(RelayAddress(*row[:-1]), str(row[-1]))
 
 
 async def count_all(conn: AsyncConnection, address_id: int, counters: Iterable[Counter]) -> None:
     """Add one to each counter; call inside one transaction so they move together."""
     for counter in counters:
-        await count_mail(conn, address_id, counter)
+        await conn.execute(_COUNT[counter], {"address_id": address_id})
+
+
+async def reverse_alias(engine: AsyncEngine, address_id: int, sender: str, *, domain: str) -> str:
+    """The reverse alias for this relay address and sender, as a full address.
+
+    Nearly always it exists already: it is read in a read-only transaction, and only a
+    missing one is made in a write transaction (which on SQLite queues for the write lock).
+    """
+    async with transaction(engine, readonly=True) as conn:
+        row = (
+            await conn.execute(
+                _PAIR, {"address_id": address_id, "sender": reverse.sender_key(sender)}
+            )
+        ).first()
+    if row is not None:
+        return f"{row.alias}@{row.domain}"
+    async with transaction(engine) as conn:
+        made = await reverse_alias_for(conn, address_id, sender, domain=domain)
+    return made.full_address

@@ -1,0 +1,136 @@
+"""Connections to the smarthost, kept open between forwards.
+
+A new connection per forward cost a TCP handshake, the banner, EHLO and QUIT: more
+round trips and CPU than the message itself (docs/benchmarks.md). Like Postfix's own
+connection cache, a connection goes back to the pool after a clean transaction and is
+closed once it has been idle for ``idle_seconds`` or used for ``max_age`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+
+import aiosmtplib
+
+MAX_IDLE_CONNECTIONS = 16
+IDLE_SECONDS = 5.0
+MAX_AGE_SECONDS = 300.0
+
+
+@dataclass
+class _Pooled:
+    client: aiosmtplib.SMTP
+    opened: float
+    closer: asyncio.TimerHandle | None = None
+
+
+class SmtpPool:
+    """Open connections to one server; each is used by one transaction at a time."""
+
+    def __init__(self, host: str, port: int, *, timeout: float, local_hostname: str) -> None:
+        self.host, self.port = host, port
+        self.timeout, self.local_hostname = timeout, local_hostname
+        self._idle: list[_Pooled] = []
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def _take(self) -> _Pooled | None:
+        """The most recently used live connection, if one is idle."""
+        while self._idle:
+            pooled = self._idle.pop()
+            if pooled.closer is not None:
+                pooled.closer.cancel()
+                pooled.closer = None
+            if pooled.client.is_connected:
+                return pooled
+        return None
+
+    async def _open(self) -> _Pooled:
+        client = aiosmtplib.SMTP(
+            hostname=self.host,
+            port=self.port,
+            timeout=self.timeout,
+            local_hostname=self.local_hostname,
+            # The smarthost is the site's own MTA, normally on loopback or a private
+            # network; TLS to it is its operator's choice and is not forced here.
+            start_tls=False,
+        )
+        await client.connect()
+        return _Pooled(client, time.monotonic())
+
+    async def sendmail(
+        self, message: bytes, *, sender: str, recipient: str, mail_options: list[str]
+    ) -> None:
+        """One transaction on a pooled connection, or on a new one.
+
+        A pooled connection the server dropped while idle fails at its first command; that
+        transaction is tried once more on a new connection. (A server that drops the
+        connection after taking the message but before saying so gets it twice, as it
+        would from any client that retries: the same holds for a timeout after DATA.)
+        """
+        pooled = self._take()
+        reused = pooled is not None
+        if pooled is None:
+            pooled = await self._open()
+        try:
+            await pooled.client.sendmail(
+                sender, [recipient], message, mail_options=list(mail_options)
+            )
+        except aiosmtplib.SMTPServerDisconnected:
+            self._discard(pooled)
+            if not reused:
+                raise
+            pooled = await self._open()
+            try:
+                await pooled.client.sendmail(
+                    sender, [recipient], message, mail_options=list(mail_options)
+                )
+            except BaseException:
+                self._discard(pooled)
+                raise
+        except BaseException:
+            # After an error the session's state is unknown: never reuse it.
+            self._discard(pooled)
+            raise
+        self._give_back(pooled)
+
+    def _give_back(self, pooled: _Pooled) -> None:
+        too_old = time.monotonic() - pooled.opened > MAX_AGE_SECONDS
+        if too_old or len(self._idle) >= MAX_IDLE_CONNECTIONS or not pooled.client.is_connected:
+            self._discard(pooled)
+            return
+        loop = asyncio.get_running_loop()
+        pooled.closer = loop.call_later(IDLE_SECONDS, self._expire, pooled)
+        self._idle.append(pooled)
+
+    def _expire(self, pooled: _Pooled) -> None:
+        if pooled in self._idle:
+            self._idle.remove(pooled)
+            self._discard(pooled)
+
+    def _discard(self, pooled: _Pooled) -> None:
+        """Say QUIT in the background; the caller does not wait for the server's goodbye."""
+        if pooled.closer is not None:
+            pooled.closer.cancel()
+        task = asyncio.ensure_future(self._quit(pooled.client))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _quit(self, client: aiosmtplib.SMTP) -> None:
+        try:
+            if client.is_connected:
+                await asyncio.wait_for(client.quit(), min(self.timeout, 5))
+        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            pass
+        finally:
+            client.close()
+
+    async def close(self) -> None:
+        """Close every connection, idle or closing."""
+        while self._idle:
+            self._discard(self._idle.pop())
+        if self._closing:
+            with contextlib.suppress(Exception):
+                await asyncio.gather(*self._closing, return_exceptions=True)
