@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -59,6 +60,9 @@ async def mail_plane(
             max_connections=settings.smtp_max_connections,
             idle_timeout=settings.smtp_timeout,
         )
+        # What start-up made lives as long as the process: keep it out of every
+        # collection (about 5 % of the CPU per message, docs/benchmarks.md).
+        gc.freeze()
         try:
             yield server
         finally:
