@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
 
@@ -88,8 +89,10 @@ def section(
         f"python -m bench.mail_load --port PORT --count {plan.messages} --connections"
         f" {plan.connections} --size {plan.size} --seed ROUND < relay-addresses"
     )
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows = [
-        f"{plan.messages:,} messages of {plan.size:,} bytes over {plan.connections} connections"
+        f"Run at {when}. {plan.messages:,} messages of {plan.size:,} bytes over"
+        f" {plan.connections} connections"
         f" per measurement, {plan.reps} rounds of {' then '.join(SYSTEMS)} after a"
         f" {plan.warmup}-message warm-up each; medians shown, the ratio is the median of"
         " per-round ratios. CPU is the server's whole process tree (Postfix: master and every"

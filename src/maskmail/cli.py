@@ -140,11 +140,11 @@ def smtp(
     port: Annotated[int, typer.Option(help="SMTP port.")] = 2525,
 ) -> None:
     """Migrate, then run the mail plane only."""
-    from maskmail.runner import run_smtp
+    from maskmail.runner import run_loop, run_smtp
 
     settings = load_settings()
     upgrade(settings.resolved_database_url)
-    asyncio.run(run_smtp(settings, host=host, port=port))
+    run_loop(run_smtp(settings, host=host, port=port))
 
 
 @app.command()
@@ -157,13 +157,13 @@ def up(
     ] = False,
 ) -> None:
     """Migrate, then serve the API and SMTP in one process."""
-    from maskmail.runner import run_up
+    from maskmail.runner import run_loop, run_up
 
     settings = load_settings()
     upgrade(settings.resolved_database_url)
     if demo:
         _maybe_demo(settings, host, api_port)
-    asyncio.run(run_up(settings, host=host, api_port=api_port, smtp_port=smtp_port))
+    run_loop(run_up(settings, host=host, api_port=api_port, smtp_port=smtp_port))
 
 
 DEMO_MAILBOX = "demo@example.com"

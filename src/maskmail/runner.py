@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from contextlib import asynccontextmanager
+from typing import Any
 
 import uvicorn
 
@@ -44,6 +45,20 @@ def serve_api(*, host: str, port: int, workers: int, access_log: bool) -> None:
         timeout_worker_healthcheck=30,
         **_uvicorn_options(access_log),  # type: ignore[arg-type]
     )
+
+
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run a server's event loop: uvloop's where installed (uvicorn[standard] brings it).
+
+    The mail plane spends much of its CPU in the loop's socket and callback handling,
+    which uvloop does in C (docs/benchmarks.md).
+    """
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    uvloop.run(main)
 
 
 def _configure_logging() -> None:

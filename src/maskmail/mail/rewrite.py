@@ -79,12 +79,16 @@ def header_fields(headers: EmailMessage) -> Fields:
     return [(name, str(value)) for name, value in headers.raw_items()]
 
 
-def _first_address(headers: EmailMessage, name: str) -> str | None:
+def _addresses(headers: EmailMessage, name: str) -> list[object]:
+    """The header's addresses, parsed once (each ``get`` parses the header anew)."""
     try:
         header = headers.get(name)
-        found = list(getattr(header, "addresses", ()))
+        return list(getattr(header, "addresses", ()))
     except (HeaderParseError, IndexError, ValueError, TypeError):
-        return None
+        return []
+
+
+def _first_address(found: list[object]) -> str | None:
     for address in found:
         if isinstance(address, Address) and "@" in address.addr_spec and _clean(address.addr_spec):
             return address.addr_spec
@@ -100,22 +104,19 @@ def _clean(text: str) -> bool:
     return not any(c in text for c in "\r\n\x00")
 
 
-def _display_name(headers: EmailMessage) -> str:
-    try:
-        found = list(getattr(headers.get("from"), "addresses", ()))
-    except (HeaderParseError, IndexError, ValueError, TypeError):
-        return ""
-    name = str(found[0].display_name) if found else ""
+def _display_name(found: list[object]) -> str:
+    name = str(getattr(found[0], "display_name", "")) if found else ""
     return name if _clean(name) else ""
 
 
 def origin(headers: EmailMessage, envelope_sender: str) -> Origin:
     """The author from ``From`` (falling back to the envelope), and where replies go."""
-    address = _first_address(headers, "from") or envelope_sender
+    authors = _addresses(headers, "from")
+    address = _first_address(authors) or envelope_sender
     return Origin(
-        display_name=_display_name(headers),
+        display_name=_display_name(authors),
         address=address,
-        reply_to=_first_address(headers, "reply-to") or address,
+        reply_to=_first_address(_addresses(headers, "reply-to")) or address,
     )
 
 
