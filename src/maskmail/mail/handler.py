@@ -183,8 +183,7 @@ class RelayHandler:
         if not verdict.counters:
             return
         try:
-            async with transaction(self.ctx.engine) as conn:
-                await mailflow.count_all(conn, address_id, verdict.counters)
+            await mailflow.count(self.ctx.engine, address_id, verdict.counters)
         except MaskmailError:
             if verdict.action is not Action.FORWARD:
                 raise

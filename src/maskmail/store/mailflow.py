@@ -7,10 +7,12 @@ their cache keys cost more than the database took to run them (docs/benchmarks.m
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import get_args
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Update, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core import reverse
@@ -30,13 +32,7 @@ _PAIR = select(reverse_aliases.c.alias, reverse_aliases.c.domain).where(
     reverse_aliases.c.address_id == bindparam("address_id"),
     reverse_aliases.c.sender == bindparam("sender"),
 )
-# One atomic increment per counter, never read-modify-write.
-_COUNT = {
-    name: update(addresses)
-    .where(addresses.c.id == bindparam("address_id"))
-    .values({addresses.c[name]: addresses.c[name] + 1})
-    for name in get_args(Counter)
-}
+_COUNTERS: tuple[Counter, ...] = get_args(Counter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +52,38 @@ async def find_recipient(conn: AsyncConnection, local: str, domain: str) -> Reci
     return Recipient(RelayAddress(*row[:-1]), str(row[-1]))
 
 
+@cache
+def _increment(counters: tuple[Counter, ...]) -> Update:
+    """One statement adding one to each of these counters: they move together, atomically,
+    and never by read-modify-write."""
+    return (
+        update(addresses)
+        .where(addresses.c.id == bindparam("address_id"))
+        .values({addresses.c[name]: addresses.c[name] + 1 for name in counters})
+    )
+
+
+def _one_statement(engine: AsyncEngine) -> AbstractAsyncContextManager[AsyncConnection]:
+    """A block that runs a single atomic statement (or statements that are each safe alone).
+
+    On PostgreSQL it runs in autocommit, as read-only blocks do: BEGIN and COMMIT would be
+    two round trips more, and a round trip was the largest cost per message there
+    (docs/benchmarks.md). SQLite still takes its write lock at BEGIN.
+    """
+    return transaction(engine, readonly=engine.dialect.name == "postgresql")
+
+
 async def count_all(conn: AsyncConnection, address_id: int, counters: Iterable[Counter]) -> None:
-    """Add one to each counter; call inside one transaction so they move together."""
-    for counter in counters:
-        await conn.execute(_COUNT[counter], {"address_id": address_id})
+    """Add one to each counter, in one statement."""
+    wanted = tuple(c for c in _COUNTERS if c in set(counters))
+    if wanted:
+        await conn.execute(_increment(wanted), {"address_id": address_id})
+
+
+async def count(engine: AsyncEngine, address_id: int, counters: Iterable[Counter]) -> None:
+    """Add one to each counter, in a block of its own."""
+    async with _one_statement(engine) as conn:
+        await count_all(conn, address_id, counters)
 
 
 async def reverse_alias(engine: AsyncEngine, address_id: int, sender: str, *, domain: str) -> str:
@@ -76,6 +100,8 @@ async def reverse_alias(engine: AsyncEngine, address_id: int, sender: str, *, do
         ).first()
     if row is not None:
         return f"{row.alias}@{row.domain}"
-    async with transaction(engine) as conn:
+    # Each statement of reverse_alias_for is safe alone: an insert that writes nothing on
+    # any conflict, and reads of committed rows.
+    async with _one_statement(engine) as conn:
         made = await reverse_alias_for(conn, address_id, sender, domain=domain)
     return made.full_address
