@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import median
 
 from bench.mail import RSS_TARGET_MB, SYSTEMS, Key, Log, MailFigures, MailPlan, run_mail
+from bench.report import machine
 
 TITLE = "Mail: maskmail against Postfix"
 
@@ -34,6 +36,13 @@ def plan_from(args: argparse.Namespace, backends: list[str], work: Path) -> Mail
         warmup=min(200, args.mail_messages),
         work=work,
     )
+
+
+def postfix_version() -> str:
+    done = subprocess.run(
+        ["postconf", "-h", "mail_version"], capture_output=True, text=True, check=False
+    )
+    return f"Postfix {done.stdout.strip() or 'unknown'}"
 
 
 def _ratio(mine: list[MailFigures], theirs: list[MailFigures]) -> float | None:
@@ -91,7 +100,9 @@ def section(
     )
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows = [
-        f"Run at {when}. {plan.messages:,} messages of {plan.size:,} bytes over"
+        f"Machine: {machine()}; {postfix_version()}.",
+        "",
+        f"Finished at {when}. {plan.messages:,} messages of {plan.size:,} bytes over"
         f" {plan.connections} connections"
         f" per measurement, {plan.reps} rounds of {' then '.join(SYSTEMS)} after a"
         f" {plan.warmup}-message warm-up each; medians shown, the ratio is the median of"
