@@ -26,6 +26,7 @@ MAX_DRAWS = 20
 
 # The columns in RelayAddress's field order, so a row converts by position (see to_record).
 _columns = [addresses.c[field.name] for field in fields(RelayAddress)]
+ADDRESS_COLUMNS = tuple(_columns)
 
 # The listing statements are built once: building them per request (and computing their
 # cache keys) cost more than SQLite took to run them.
@@ -37,10 +38,10 @@ _OWNER = select(users.c.id).where(users.c.id == bindparam("user_id"))
 _LOCK_OWNER = _OWNER.with_for_update()
 
 
-def to_record(row: Row[Any]) -> RelayAddress:
+def to_record(row: Row[Any] | Sequence[Any]) -> RelayAddress:
     # By position: reading fourteen attributes by name per row was half the time of
     # listing 1,000 addresses (docs/benchmarks.md). Boolean columns already arrive as bool.
-    return RelayAddress(*row)  # type: ignore[call-arg]
+    return RelayAddress(*row)
 
 
 async def create_address(

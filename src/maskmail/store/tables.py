@@ -37,6 +37,8 @@ users = Table(
     # The mailbox in lower case: mailboxes that differ only in case are one user.
     Column("email_key", String(320), nullable=False, unique=True),
     Column("created_time", BigInteger, nullable=False),
+    # Whether the user's display name goes out with their replies (off: only the address).
+    Column("show_name", Boolean, nullable=False, server_default=false()),
 )
 
 api_keys = Table(
