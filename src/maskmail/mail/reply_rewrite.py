@@ -36,6 +36,9 @@ KEPT = frozenset(
 # How "@" appears in text and HTML: plain, as an HTML character reference, in a URL.
 _AT_FORMS = ("@", "&#64;", "&#x40;", "%40")
 _WIDE_CHARSETS = ("utf-16", "utf-32", "utf_16", "utf_32")
+# Transfer encodings a part can be written back in; anything else is left alone, and
+# refused if the owner's address is inside.
+_WRITABLE = frozenset({"7bit", "8bit", "binary", "quoted-printable", "base64"})
 _POLICY = policy.default.clone(linesep="\r\n")
 
 
@@ -106,8 +109,11 @@ def _scrub_payload(part: Message, scrub: Scrubber) -> None:
     else:
         # The address is ASCII, and so is every other charset's ASCII range.
         changed = scrub.data(data)
-    if changed != data:
-        _set_payload(part, changed)
+    if changed == data:
+        return
+    if encoding not in _WRITABLE:
+        raise Unrewritable(f"a part in the {encoding!r} transfer encoding holds the address")
+    _set_payload(part, changed)
 
 
 def _scrub_headers(part: Message, scrub: Scrubber) -> None:
@@ -130,6 +136,11 @@ def rewrite_reply(raw: bytes, reply: Reply) -> bytes:
             if part is not message:
                 _scrub_headers(part, scrub)
             _scrub_payload(part, scrub)
+            # The text around a multipart's parts, which some clients fill.
+            for side in ("preamble", "epilogue"):
+                text = getattr(part, side)
+                if isinstance(text, str):
+                    setattr(part, side, scrub.text(text))
         _scrub_headers(message, scrub)
         shown = scrub.text(reply.display_name)
         message["From"] = formataddr((shown, reply.relay_address), "utf-8")
