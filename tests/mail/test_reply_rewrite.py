@@ -9,6 +9,8 @@ from email import message_from_bytes, policy
 from email.message import EmailMessage
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from maskmail.core.errors import Unrewritable
 from maskmail.mail.reply_rewrite import Reply, Scrubber, rewrite_reply
@@ -129,3 +131,48 @@ def test_display_name_is_scrubbed_too() -> None:
     )
     assert OWNER.encode() not in shown.lower()
     assert _parsed(shown)["From"] == f'"{RELAY}" <{RELAY}>'
+
+
+def test_deep_nesting_is_refused_not_crashed() -> None:
+    depth = 2000
+    head = "".join(
+        f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n' for i in range(depth)
+    )
+    raw = f"From: {OWNER}\r\n{head}Content-Type: text/plain\r\n\r\n{OWNER}\r\n".encode()
+    try:
+        out = rewrite_reply(raw, REPLY)
+    except Unrewritable:
+        return
+    assert OWNER.encode() not in out.lower()
+
+
+_pieces = st.sampled_from(
+    [
+        f"From: {OWNER}\r\n",
+        f"Subject: {OWNER.upper()}\r\n",
+        "Content-Type: multipart/alternative; boundary=zz\r\n",
+        "Content-Type: text/html; charset=utf-16\r\n",
+        "Content-Transfer-Encoding: base64\r\n",
+        "Content-Transfer-Encoding: quoted-printable\r\n",
+        "\r\n",
+        "--zz\r\n",
+        "--zz--\r\n",
+        f"{OWNER}=\r\n",
+        "alice=40example.com\r\n",
+        "YWxpY2VAZXhhbXBsZS5jb20=\r\n",
+        "=?utf-8?b?YWxpY2VAZXhhbXBsZS5jb20=?=\r\n",
+        "\xff\xfe\x00",
+        "&#64;",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_pieces | st.text(max_size=20), max_size=30))
+def test_any_input_is_scrubbed_or_refused(pieces: list[str]) -> None:
+    raw = "".join(pieces).encode("utf-8", "surrogateescape")
+    try:
+        out = rewrite_reply(raw, REPLY)
+    except Unrewritable:
+        return
+    assert not Scrubber(OWNER, RELAY).found_in(out)

@@ -14,7 +14,6 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from email import policy
-from email.errors import MessageError
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from email.utils import format_datetime, formataddr
@@ -150,7 +149,11 @@ def rewrite_reply(raw: bytes, reply: Reply) -> bytes:
         if "date" not in message:
             message["Date"] = format_datetime(reply.when)
         out = message.as_bytes(policy=_POLICY)
-    except (MessageError, ValueError, TypeError, LookupError, UnicodeError) as exc:
+    except Unrewritable:
+        raise
+    except Exception as exc:
+        # The email package can fail in many ways on hostile input (deep nesting, broken
+        # headers); each means the same: this reply cannot be sent safely.
         raise Unrewritable("the reply could not be parsed and rewritten") from exc
     if scrub.found_in(out):
         raise Unrewritable("the owner's address is still in the reply")
