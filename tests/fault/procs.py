@@ -15,8 +15,6 @@ from pathlib import Path
 
 from tests.support import free_port, maskmail_cmd, wait_for_port
 
-PG_BIN_DIRS = ("/usr/lib/postgresql/15/bin", "/usr/lib/postgresql/16/bin", "/usr/local/bin")
-
 
 @dataclass
 class Up:
@@ -83,14 +81,15 @@ def rss_bytes(pid: int) -> int:
 
 
 def pg_bin(name: str) -> str:
-    """A PostgreSQL server binary; in CI its absence fails the test rather than skipping it."""
-    for directory in PG_BIN_DIRS:
-        path = Path(directory) / name
-        if path.exists():
-            return str(path)
+    """A PostgreSQL server binary (Debian keeps them out of PATH); missing, the test fails."""
+    found_in = Path("/usr/lib/postgresql").glob(f"*/bin/{name}")
+    # The newest major version: "16" after "9", so by length first.
+    candidates = sorted(found_in, key=lambda p: (len(p.parts[3]), p.parts[3]), reverse=True)
+    if candidates:
+        return str(candidates[0])
     found = shutil.which(name)
     if found is None:
-        raise RuntimeError(f"PostgreSQL's {name} is required (install the postgresql package)")
+        raise RuntimeError(f"PostgreSQL's {name} is required: install the postgresql package")
     return found
 
 
