@@ -129,6 +129,20 @@ def _check_recovered(server: Up, key: str, rcpts: list[str]) -> None:
     asyncio.run(many())
 
 
+def _check_idle_restart(pg: PrivatePostgres, server: Up, key: str, rcpt: str) -> None:
+    """A restart nobody noticed (no traffic meanwhile) leaves every pooled connection dead:
+    the first caller on each plane may hear "try again", and the pool is renewed for the
+    next (SQLAlchemy drops every connection older than the failure)."""
+    pg.stop("fast")
+    pg.start()
+    first, second = (api_call(server, key, "GET", "/v3/relay/addresses") for _ in range(2))
+    assert first.status_code == 200 or first.json()["code"] == "unavailable", first.text
+    assert second.status_code == 200, second.text
+    replies = [rcpt_reply(server.smtp_port, rcpt) for _ in range(2)]
+    assert replies[0] in (250, 451)
+    assert replies[1] == 250
+
+
 def test_postgres_outage_gives_503_and_451_then_recovers_alone(tmp_path: Path, sink: Sink) -> None:
     with private_postgres() as pg:
         asyncio.run(_create_database(pg))
@@ -173,6 +187,7 @@ def test_postgres_outage_gives_503_and_451_then_recovers_alone(tmp_path: Path, s
             finally:
                 load.stop.set()
                 thread.join(timeout=60)
+            _check_idle_restart(pg, server, key, rcpts[0])
             assert server.proc is not None and server.proc.poll() is None
     # Nothing but successes and the two documented answers to an outage.
     assert set(load.api) <= {(200, ""), (503, "unavailable")}, load.api
