@@ -32,8 +32,11 @@ from tests.support import free_port, make_keys
 
 pytestmark = pytest.mark.slow
 
-# The two minutes; MASKMAIL_FLAP_SECONDS may shorten it while working on the test.
-LOAD_SECONDS = float(os.environ.get("MASKMAIL_FLAP_SECONDS", "120"))
+# The two minutes, always in CI; MASKMAIL_FLAP_SECONDS may shorten local runs.
+TWO_MINUTES = 120.0
+LOAD_SECONDS = (
+    TWO_MINUTES if os.environ.get("CI") else float(os.environ.get("MASKMAIL_FLAP_SECONDS", 120))
+)
 SENDERS = 8
 ADDRESSES = 6
 # maskmail gives up on the smarthost after this; a hang lasts three times as long.
