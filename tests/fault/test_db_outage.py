@@ -129,11 +129,13 @@ def _check_recovered(server: Up, key: str, rcpts: list[str]) -> None:
     asyncio.run(many())
 
 
-def _check_idle_restart(pg: PrivatePostgres, server: Up, key: str, rcpt: str) -> None:
+def _check_idle_restart(
+    pg: PrivatePostgres, server: Up, key: str, rcpt: str, stop_mode: str
+) -> None:
     """A restart nobody noticed (no traffic meanwhile) leaves every pooled connection dead:
     the first caller on each plane may hear "try again", and the pool is renewed for the
     next (SQLAlchemy drops every connection older than the failure)."""
-    pg.stop("fast")
+    pg.stop(stop_mode)
     pg.start()
     first, second = (api_call(server, key, "GET", "/v3/relay/addresses") for _ in range(2))
     assert first.status_code == 200 or first.json()["code"] == "unavailable", first.text
@@ -143,7 +145,12 @@ def _check_idle_restart(pg: PrivatePostgres, server: Up, key: str, rcpt: str) ->
     assert replies[1] == 250
 
 
-def test_postgres_outage_gives_503_and_451_then_recovers_alone(tmp_path: Path, sink: Sink) -> None:
+# "fast" ends sessions with an admin-shutdown error; "immediate" is a crash: connections
+# reset, and crash recovery on start ("the database system is starting up").
+@pytest.mark.parametrize("stop_mode", ["fast", "immediate"])
+def test_postgres_outage_gives_503_and_451_then_recovers_alone(
+    tmp_path: Path, sink: Sink, stop_mode: str
+) -> None:
     with private_postgres() as pg:
         asyncio.run(_create_database(pg))
         url = pg.url("maskmail")
@@ -166,7 +173,7 @@ def test_postgres_outage_gives_503_and_451_then_recovers_alone(tmp_path: Path, s
             thread.start()
             try:
                 wait_until(lambda: load.smtp[250] > 5, RECOVERY, "mail before the outage")
-                pg.stop("fast")
+                pg.stop(stop_mode)
                 _check_down(server, key, next(iter(addresses)), rcpts[0])
                 down_api, down_smtp = sum(load.api.values()), sum(load.smtp.values())
                 wait_until(
@@ -187,7 +194,7 @@ def test_postgres_outage_gives_503_and_451_then_recovers_alone(tmp_path: Path, s
             finally:
                 load.stop.set()
                 thread.join(timeout=60)
-            _check_idle_restart(pg, server, key, rcpts[0])
+            _check_idle_restart(pg, server, key, rcpts[0], stop_mode)
             assert server.proc is not None and server.proc.poll() is None
     # Nothing but successes and the two documented answers to an outage.
     assert set(load.api) <= {(200, ""), (503, "unavailable")}, load.api
