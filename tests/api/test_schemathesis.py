@@ -34,7 +34,7 @@ def test_api_conforms_to_its_schema(fuzz_target: tuple[Any, str]) -> None:
     # The SimpleLogin-compatible routes read the key from Authentication instead.
     headers = {"Authorization": f"Bearer {key}", "Authentication": key}
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 6 + 4  # /v3, then addy.io and SimpleLogin compatibility
+    assert len(operations) == 7 + 4  # /v3 and bounces, then addy.io and SimpleLogin compatibility
     for operation in operations:
 
         @given(case=operation.as_strategy())

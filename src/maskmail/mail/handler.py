@@ -19,7 +19,7 @@ from maskmail.core.errors import (
     RelayDenied,
 )
 from maskmail.core.verdict import Action, Facts, Verdict, decide
-from maskmail.mail import replies, rewrite
+from maskmail.mail import bouncing, replies, rewrite
 from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
 from maskmail.mail.spam import SpamJudge
@@ -41,6 +41,7 @@ class MailContext:
     judge: SpamJudge
     bounce_secret: bytes
     signer: Signer | None = None
+    bounce_pause_threshold: int = 5
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
 
@@ -74,12 +75,10 @@ class RelayHandler:
             mailbox = envelope.parse_mailbox(address)
             if not envelope.is_ours(mailbox, self.ctx.domain):
                 raise RelayDenied("relaying denied")
-            async with transaction(self.ctx.engine, readonly=True) as conn:
-                found = await mailflow.find_recipient(conn, mailbox.local, mailbox.domain)
-            if found is None:
-                raise AddressNotFound("no such address")
-            if self._owner_is_relay(found.owner_mailbox):
-                raise RelayDenied("forwarding would loop")
+            if bouncing.is_bounce(mailbox):
+                await bouncing.bounce_recipient(self.ctx, mailbox)
+            else:
+                await self._check_recipient(mailbox)
         except MaskmailError as exc:
             return replies.reply_for(exc)
         if env.rcpt_tos:
@@ -87,6 +86,14 @@ class RelayHandler:
         env.rcpt_tos.append(str(mailbox))
         env.rcpt_options.extend(rcpt_options)
         return replies.RECIPIENT_OK
+
+    async def _check_recipient(self, mailbox: envelope.Mailbox) -> None:
+        async with transaction(self.ctx.engine, readonly=True) as conn:
+            found = await mailflow.find_recipient(conn, mailbox.local, mailbox.domain)
+        if found is None:
+            raise AddressNotFound("no such address")
+        if self._owner_is_relay(found.owner_mailbox):
+            raise RelayDenied("forwarding would loop")
 
     def _owner_is_relay(self, owner_mailbox: str) -> bool:
         try:
@@ -96,6 +103,9 @@ class RelayHandler:
 
     async def handle_DATA(self, server: Any, session: Any, env: Any) -> str:  # noqa: N802
         try:
+            mailbox = envelope.parse_mailbox(env.rcpt_tos[0])
+            if bouncing.is_bounce(mailbox):
+                return await bouncing.take_bounce(self.ctx, mailbox, env.original_content)
             return await self._deliver(session, env)
         except MaskmailError as exc:
             return replies.reply_for(exc)
