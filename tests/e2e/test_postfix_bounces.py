@@ -10,10 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import Deployment
-from tests.postfix import Ports, running_postfix
+from tests.e2e.conftest import Deployment, behind_postfix
 from tests.sink import HOST, Sink
-from tests.support import free_port, running, wait_for_port
 
 pytestmark = pytest.mark.slow
 DOMAIN = "relay.test"  # the deployment fixture's domain
@@ -32,40 +30,29 @@ def wait_for_bounce(api: httpx.Client, address_id: int) -> dict[str, Any]:
 
 
 def test_a_postfix_dsn_is_recorded_and_pauses(deployment: Deployment, sink: Sink) -> None:
-    ports = Ports(inbound=free_port(), smarthost=free_port(), maskmail=free_port(), sink=sink.port)
-    api_port = free_port()
-    env = {
-        **deployment.env,
-        "MASKMAIL_SMARTHOST": f"127.0.0.1:{ports.smarthost}",
-        "MASKMAIL_BOUNCE_PAUSE_THRESHOLD": "1",
-    }
     key = deployment.user_with_key(OWNER)
     # The owner's provider refuses for good: Postfix must bounce the forward.
     sink.handler.reply = "550 5.1.1 <owner@owners.example>: Recipient address rejected"
-
-    up = ("up", "--api-port", str(api_port), "--smtp-port", str(ports.maskmail))
-    with (
-        running(env, *up, port=api_port, log=deployment.tmp / "up.log"),
-        running_postfix(domain=DOMAIN, owners_domain=OWNERS_DOMAIN, ports=ports) as log,
-    ):
-        wait_for_port(ports.maskmail)
-        wait_for_port(ports.inbound)
-        api = httpx.Client(
-            base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
-        )
-        with api:
-            created = api.post("/v3/relay/addresses").json()
-            address = created["full_address"]
-            data = (
-                f"From: Alice Example <alice@sender.example>\r\nTo: {address}\r\n"
-                "Subject: will bounce\r\nMessage-ID: <pf-b@sender.example>\r\n"
-                "\r\nThis forward bounces.\r\n"
-            ).encode()
-            with smtplib.SMTP(HOST, ports.inbound, timeout=30) as client:
-                assert client.sendmail("alice@sender.example", [address], data) == {}
-            report = wait_for_bounce(api, created["id"])
-            shown = api.get(f"/v3/relay/addresses/{created['id']}").json()
-            log_text = log.read_text()
+    with behind_postfix(
+        deployment,
+        sink,
+        key=key,
+        domain=DOMAIN,
+        owners_domain=OWNERS_DOMAIN,
+        env={"MASKMAIL_BOUNCE_PAUSE_THRESHOLD": "1"},
+    ) as run:
+        created = run.api.post("/v3/relay/addresses").json()
+        address = created["full_address"]
+        data = (
+            f"From: Alice Example <alice@sender.example>\r\nTo: {address}\r\n"
+            "Subject: will bounce\r\nMessage-ID: <pf-b@sender.example>\r\n"
+            "\r\nThis forward bounces.\r\n"
+        ).encode()
+        with smtplib.SMTP(HOST, run.ports.inbound, timeout=30) as client:
+            assert client.sendmail("alice@sender.example", [address], data) == {}
+        report = wait_for_bounce(run.api, created["id"])
+        shown = run.api.get(f"/v3/relay/addresses/{created['id']}").json()
+        log_text = run.log.read_text()
 
     assert report["bounces"], log_text
     [entry] = report["bounces"]

@@ -60,6 +60,13 @@ def dsn(name: str, *, bounce: str, mask: Mask) -> bytes:
     return text.replace("\n", "\r\n").encode()
 
 
+async def bounce_back(
+    relay: int, bounce: str, mask: Mask, name: str = "dsn-postfix-hard.eml", sender: str = ""
+) -> None:
+    """Send the fixture DSN ``name`` to the bounce address; it must be accepted."""
+    assert await send_async(relay, sender, [bounce], dsn(name, bounce=bounce, mask=mask)) == {}
+
+
 async def forward(relay: int, sink: Sink, mask: Mask) -> str:
     """Have maskmail forward one message; the bounce address its envelope carried."""
     before = len(sink.messages)
@@ -94,8 +101,7 @@ async def test_a_real_dsn_is_recorded_and_nothing_is_sent(
 ) -> None:
     mask = await masks.make()
     bounce = await forward(relay, sink, mask)
-    refused = await send_async(relay, sender, [bounce], dsn(name, bounce=bounce, mask=mask))
-    assert refused == {}
+    await bounce_back(relay, bounce, mask, name, sender)
     got = await report(mask)
     assert got["paused"] is False and got["paused_time"] is None
     assert got["threshold"] == THRESHOLD
@@ -171,11 +177,10 @@ async def test_threshold_pauses_and_enabling_again_lifts_it(
 ) -> None:
     mask = await masks.make()
     bounce = await forward(relay, sink, mask)
-    data = dsn("dsn-postfix-hard.eml", bounce=bounce, mask=mask)
     for _ in range(THRESHOLD - 1):
-        assert await send_async(relay, "", [bounce], data) == {}
+        await bounce_back(relay, bounce, mask)
     assert (await address(mask))["enabled"] is True
-    assert await send_async(relay, "", [bounce], data) == {}
+    await bounce_back(relay, bounce, mask)
 
     paused = await address(mask)
     assert paused["enabled"] is False
@@ -200,10 +205,7 @@ async def test_threshold_pauses_and_enabling_again_lifts_it(
     assert all(entry["forgiven"] for entry in got["bounces"])
     # One more hard bounce after the pause is one, not THRESHOLD + 1.
     bounce = await forward(relay, sink, mask)
-    assert (
-        await send_async(relay, "", [bounce], dsn("dsn-gmail-hard.eml", bounce=bounce, mask=mask))
-        == {}
-    )
+    await bounce_back(relay, bounce, mask, "dsn-gmail-hard.eml")
     assert (await address(mask))["enabled"] is True
     assert (await report(mask))["hard_bounces_24h"] == 1
     assert await mask.counters() == counts(forwarded=2, blocked=1)
@@ -214,9 +216,8 @@ async def test_soft_and_unreadable_bounces_never_pause(
 ) -> None:
     mask = await masks.make()
     bounce = await forward(relay, sink, mask)
-    delayed = dsn("dsn-postfix-delayed.eml", bounce=bounce, mask=mask)
     for _ in range(THRESHOLD + 1):
-        assert await send_async(relay, "", [bounce], delayed) == {}
+        await bounce_back(relay, bounce, mask, "dsn-postfix-delayed.eml")
     not_a_dsn = message(to=bounce, sender="someone@example.net", subject="out of office")
     assert await send_async(relay, "someone@example.net", [bounce], not_a_dsn) == {}
     got = await report(mask)

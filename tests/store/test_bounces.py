@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import AsyncIterator
 
 import pytest
@@ -12,24 +11,18 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core.dsn import WINDOW, Bounce, Kind
 from maskmail.core.errors import AddressNotFound
-from maskmail.store import accounts
 from maskmail.store import bounces as store
-from maskmail.store.addresses import create_address, delete_address, get_address, update_address
+from maskmail.store.addresses import delete_address, get_address, update_address
 from maskmail.store.clock import now
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.tables import bounces
+from tests.support import new_address
 
 pytestmark = pytest.mark.anyio
 DOMAIN = "relay.test"
 HARD = Bounce(Kind.HARD, "5.1.1")
 SOFT = Bounce(Kind.SOFT, "4.4.1")
 RACERS = 12
-
-
-async def new_address(conn: AsyncConnection) -> tuple[int, int]:
-    user_id = await accounts.add_user(conn, f"u{secrets.token_hex(6)}@example.com")
-    address = await create_address(conn, user_id, domain=DOMAIN, length=8)
-    return user_id, address.id
 
 
 async def test_hard_bounces_pause_at_the_threshold(conn: AsyncConnection) -> None:
