@@ -64,6 +64,8 @@ class Settings(BaseSettings):
     smtp_hostname: str = ""
     # HMAC key for bounce addresses; unset: generated once and kept in the data dir.
     bounce_secret: str = ""
+    # Hard bounces within 24 hours that pause forwarding for a relay address; 0: never.
+    bounce_pause_threshold: int = Field(default=5, ge=0)
     rspamd_url: str = ""
     # Hosts (authserv-ids) whose Authentication-Results decide whether a reply really
     # comes from the owner's domain, comma-separated; unset: the newest header, which

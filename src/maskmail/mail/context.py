@@ -23,6 +23,7 @@ class MailContext:
     judge: SpamJudge
     bounce_secret: bytes
     signer: Signer | None = None
+    bounce_pause_threshold: int = 5
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     # Hosts whose Authentication-Results count; empty: the newest header only.
     authserv_ids: tuple[str, ...] = ()

@@ -1,7 +1,8 @@
 """The aiosmtpd handler: each recipient is answered by the path its address belongs to.
 
 A relay address forwards (``forwarding``); a reverse alias carries the owner's reply
-(``replying``). Each path looks up (store), decides (core), acts, and counts.
+(``replying``); a signed bounce address takes delivery reports (``bouncing``). Each
+path looks up (store), decides (core), acts, and counts.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from maskmail.core import envelope, reverse
 from maskmail.core.envelope import Mailbox
 from maskmail.core.errors import InvalidAddress, MaskmailError, RelayDenied
-from maskmail.mail import forwarding, replies, replying
+from maskmail.mail import bouncing, forwarding, replies, replying
 from maskmail.mail.context import MailContext, envelope_sender
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,9 @@ class RelayHandler:
             mailbox = envelope.parse_mailbox(address)
             if not envelope.is_ours(mailbox, self.ctx.domain):
                 raise RelayDenied("relaying denied")
-            if reverse.is_alias_local(mailbox.local):
+            if bouncing.is_bounce(mailbox):
+                await bouncing.bounce_recipient(self.ctx, mailbox)
+            elif reverse.is_alias_local(mailbox.local):
                 await replying.check_recipient(self.ctx, mailbox, envelope_sender(env))
             else:
                 await forwarding.check_recipient(self.ctx, mailbox)
@@ -58,6 +61,8 @@ class RelayHandler:
     async def handle_DATA(self, server: Any, session: Any, env: Any) -> str:  # noqa: N802
         try:
             mailbox = _recipient(env)
+            if bouncing.is_bounce(mailbox):
+                return await bouncing.take_bounce(self.ctx, mailbox, env.original_content)
             if reverse.is_alias_local(mailbox.local):
                 await replying.reply(self.ctx, session, env, mailbox)
             else:

@@ -46,6 +46,7 @@ async def mail_plane(
             outbound=outbound_for(settings),
             judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
             bounce_secret=load_bounce_secret(settings),
+            bounce_pause_threshold=settings.bounce_pause_threshold,
             signer=load_signer(
                 settings.dkim_key_path, selector=settings.dkim_selector, domain=settings.domain
             ),

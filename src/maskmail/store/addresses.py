@@ -16,6 +16,7 @@ from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressNotFound, AddressTaken, LimitReached, UserNotFound
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
+from maskmail.store import bounces as bounce_store
 from maskmail.store.clock import now
 from maskmail.store.tables import addresses, tombstones, users
 
@@ -143,7 +144,8 @@ async def get_address(conn: AsyncConnection, user_id: int, address_id: int) -> R
 async def update_address(
     conn: AsyncConnection, user_id: int, address_id: int, changes: Mapping[str, object]
 ) -> RelayAddress:
-    """Change only the given editable fields; any change stamps ``updated_time``."""
+    """Change only the given editable fields; any change stamps ``updated_time``.
+    Enabling an address that hard bounces paused lifts the pause."""
     unknown = set(changes) - EDITABLE
     if unknown:
         raise ValueError(f"not editable: {sorted(unknown)}")
@@ -158,6 +160,9 @@ async def update_address(
     row = result.first()
     if row is None:
         raise AddressNotFound("no such address")
+    if changes.get("enabled") is True:
+        # The owner switched it back on: a bounce pause ends with that.
+        await bounce_store.lift_pause(conn, address_id)
     return to_record(row)
 
 
