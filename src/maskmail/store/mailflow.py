@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cache
 from typing import get_args
 
@@ -18,13 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from maskmail.core import reverse
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
+from maskmail.store.addresses import ADDRESS_COLUMNS, to_record
 from maskmail.store.engine import transaction
 from maskmail.store.reverse_aliases import reverse_alias_for
 from maskmail.store.tables import addresses, reverse_aliases, users
 
 # The address in RelayAddress's field order, then its owner's mailbox: one round trip.
 _RECIPIENT = (
-    select(*(addresses.c[field.name] for field in fields(RelayAddress)), users.c.email)
+    select(*ADDRESS_COLUMNS, users.c.email)
     .join_from(addresses, users, addresses.c.user_id == users.c.id)
     .where(addresses.c.address == bindparam("local"), addresses.c.domain == bindparam("domain"))
 )
@@ -48,8 +49,7 @@ async def find_recipient(conn: AsyncConnection, local: str, domain: str) -> Reci
     ).first()
     if row is None:
         return None
-    # By position, as store.addresses.to_record does.
-    return Recipient(RelayAddress(*row[:-1]), str(row[-1]))
+    return Recipient(to_record(row[:-1]), str(row[-1]))
 
 
 @cache
@@ -71,6 +71,48 @@ def _one_statement(engine: AsyncEngine) -> AbstractAsyncContextManager[AsyncConn
     (docs/benchmarks.md). SQLite still takes its write lock at BEGIN.
     """
     return transaction(engine, readonly=engine.dialect.name == "postgresql")
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRoute:
+    """Where a message to a reverse alias goes, and who may send it."""
+
+    address: RelayAddress
+    owner_mailbox: str
+    # The owner chose to send their display name with replies.
+    show_name: bool
+    # The outside sender the reverse alias stands for.
+    outside: str
+
+
+_REPLY_ROUTE = select(
+    *ADDRESS_COLUMNS, users.c.email, users.c.show_name, reverse_aliases.c.sender
+).select_from(
+    reverse_aliases.join(addresses, addresses.c.id == reverse_aliases.c.address_id).join(
+        users, users.c.id == addresses.c.user_id
+    )
+)
+
+
+async def find_reply_route(conn: AsyncConnection, alias: str, domain: str) -> ReplyRoute | None:
+    """The relay address, owner and outside sender behind the reverse alias ``alias@domain``."""
+    row = (
+        await conn.execute(
+            _REPLY_ROUTE.where(
+                reverse_aliases.c.alias == alias.lower(),
+                reverse_aliases.c.domain == domain.lower(),
+            )
+        )
+    ).first()
+    if row is None:
+        return None
+    width = len(ADDRESS_COLUMNS)
+    return ReplyRoute(
+        address=to_record(row[:width]),
+        owner_mailbox=str(row[width]),
+        show_name=bool(row[width + 1]),
+        outside=str(row[width + 2]),
+    )
 
 
 async def count_all(conn: AsyncConnection, address_id: int, counters: Iterable[Counter]) -> None:

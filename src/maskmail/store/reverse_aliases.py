@@ -27,6 +27,7 @@ class ReverseAlias:
     sender: str
     alias: str
     domain: str
+    created_time: int
 
     @property
     def full_address(self) -> str:
@@ -35,7 +36,11 @@ class ReverseAlias:
 
 def _record(row: Row[Any]) -> ReverseAlias:
     return ReverseAlias(
-        address_id=row.address_id, sender=row.sender, alias=row.alias, domain=row.domain
+        address_id=row.address_id,
+        sender=row.sender,
+        alias=row.alias,
+        domain=row.domain,
+        created_time=row.created_time,
     )
 
 
@@ -44,6 +49,7 @@ _columns = [
     reverse_aliases.c.sender,
     reverse_aliases.c.alias,
     reverse_aliases.c.domain,
+    reverse_aliases.c.created_time,
 ]
 
 
@@ -80,15 +86,18 @@ async def reverse_alias_for(
         if found is not None:
             return found
         alias = reverse.generate_alias_local(token)
+        created = now()
         written = await conn.execute(
             upsert(reverse_aliases)
             .values(
-                address_id=address_id, sender=key, alias=alias, domain=domain, created_time=now()
+                address_id=address_id, sender=key, alias=alias, domain=domain, created_time=created
             )
             .on_conflict_do_nothing()
         )
         if written.rowcount == 1:
-            return ReverseAlias(address_id=address_id, sender=key, alias=alias, domain=domain)
+            return ReverseAlias(
+                address_id=address_id, sender=key, alias=alias, domain=domain, created_time=created
+            )
     raise AddressTaken("could not make a reverse alias; try again")
 
 
