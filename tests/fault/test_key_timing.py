@@ -19,7 +19,7 @@ import pytest
 
 from maskmail.core.keys import PREFIX
 from tests.e2e.conftest import Deployment
-from tests.support import free_port, running
+from tests.fault.conftest import serving_api
 
 pytestmark = pytest.mark.slow
 
@@ -57,11 +57,8 @@ def wrong_keys(real: str) -> dict[str, list[str]]:
 @pytest.fixture
 def server(deployment: Deployment) -> Iterator[tuple[str, str]]:
     """A real `maskmail serve`, with a limit high enough never to throttle the test."""
-    key = deployment.user_with_key("timing@example.com")
-    env = {**deployment.env, "MASKMAIL_RATE_LIMIT": "10000000/minute"}
-    port = free_port()
-    with running(env, "serve", "--port", str(port), port=port, log=deployment.tmp / "serve.log"):
-        yield f"http://127.0.0.1:{port}", key
+    with serving_api(deployment, "timing@example.com", "10000000/minute") as found:
+        yield found
 
 
 def measure(base: str, plan: list[tuple[str, str]]) -> dict[str, list[float]]:
