@@ -1,4 +1,4 @@
-"""maskmail's SMTP server in a thread of its own, for tests that block while they talk to it.
+"""maskmail's SMTP server in a thread of its own, and what the SMTP fault tests check.
 
 The corpus and the property test send with blocking clients from many threads; a server
 on its own loop lets them, and a handler that blocks that loop shows up as a stalled
@@ -8,6 +8,7 @@ bystander instead of a stalled test.
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 import smtplib
 import threading
@@ -25,10 +26,16 @@ from maskmail.store import accounts
 from maskmail.store.addresses import create_address
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.tables import addresses
-from tests.mail.conftest import DOMAIN, HOST
+from tests.mail.conftest import DOMAIN, HOST, Sink
 from tests.support import free_port
 
 T = TypeVar("T")
+
+# Answers a hostile message may get: accepted, or refused for a line over 1,000 bytes
+# (RFC 5321 4.5.3.1.6). Nothing else may fail: the database and the sink are up.
+ANSWERS = {250, 500}
+_BARE_CR = re.compile(rb"\r(?!\n)")
+_BARE_LF = re.compile(rb"(?<!\r)\n")
 
 
 @dataclass(frozen=True)
@@ -135,3 +142,19 @@ def threaded_relay(settings: Settings, database_url: str) -> Iterator[ThreadedRe
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(30)
+
+
+def forwarded_to(sink: Sink, mask: Relayed) -> list[bytes]:
+    return [m.data for m in sink.messages if m.rcpt_tos == [mask.owner]]
+
+
+def assert_clean_headers(forward: bytes) -> None:
+    """A forward's header block carries nothing a downstream parser could split on."""
+    block = forward.split(b"\r\n\r\n", 1)[0] + b"\r\n"
+    assert b"\x00" not in block
+    assert not _BARE_CR.search(block)
+    assert not _BARE_LF.search(block)
+    lines = block.split(b"\r\n")
+    assert sum(line.lower().startswith(b"from:") for line in lines) == 1
+    assert sum(line.lower().startswith(b"x-maskmail-loop:") for line in lines) == 1
+    assert not any(line.lower().startswith(b"bcc") for line in lines)

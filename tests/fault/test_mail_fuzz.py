@@ -10,8 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fault.relay import ThreadedRelay, threaded_relay
-from tests.fault.test_malformed_mail import ANSWERS, assert_clean_headers, forwarded_to
+from tests.fault.relay import (
+    ANSWERS,
+    ThreadedRelay,
+    assert_clean_headers,
+    forwarded_to,
+    threaded_relay,
+)
 from tests.mail.conftest import HOST, Sink, mail_settings
 
 pytestmark = pytest.mark.slow

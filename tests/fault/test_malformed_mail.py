@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +13,15 @@ import pytest
 
 from maskmail.mail.dkim import generate_key
 from tests.fault.hostile_mail import GENERATED, corpus, fixture_files
-from tests.fault.relay import Outcome, Relayed, ThreadedRelay, threaded_relay
+from tests.fault.relay import (
+    ANSWERS,
+    Outcome,
+    Relayed,
+    ThreadedRelay,
+    assert_clean_headers,
+    forwarded_to,
+    threaded_relay,
+)
 from tests.mail.conftest import HOST, Sink, mail_settings, message
 
 pytestmark = pytest.mark.slow
@@ -24,13 +31,8 @@ pytestmark = pytest.mark.slow
 # (one quadratic From header once held the loop for 38 s).
 BYSTANDER_BOUND = 10.0
 HOSTILE_CLIENTS = 4
-# Answers a hostile message may get: accepted, or refused for a line over 1,000 bytes
-# (RFC 5321 4.5.3.1.6). Nothing else may fail: the database and the sink are up.
-ANSWERS = {250, 500}
 # Accepted and dropped uncounted: it carries our own loop marker.
 DROPPED = {"hdr-forged-loop-marker"}
-_BARE_CR = re.compile(rb"\r(?!\n)")
-_BARE_LF = re.compile(rb"(?<!\r)\n")
 
 
 @pytest.fixture
@@ -60,22 +62,6 @@ class Bystander(threading.Thread):
             outcome = self.relay.submit(self.mask.address, message(to=self.mask.address))
             self.waits.append(time.monotonic() - started)
             self.answers.append(outcome.data)
-
-
-def forwarded_to(sink: Sink, mask: Relayed) -> list[bytes]:
-    return [m.data for m in sink.messages if m.rcpt_tos == [mask.owner]]
-
-
-def assert_clean_headers(forward: bytes) -> None:
-    """A forward's header block carries nothing a downstream parser could split on."""
-    block = forward.split(b"\r\n\r\n", 1)[0] + b"\r\n"
-    assert b"\x00" not in block
-    assert not _BARE_CR.search(block)
-    assert not _BARE_LF.search(block)
-    lines = block.split(b"\r\n")
-    assert sum(line.lower().startswith(b"from:") for line in lines) == 1
-    assert sum(line.lower().startswith(b"x-maskmail-loop:") for line in lines) == 1
-    assert not any(line.lower().startswith(b"bcc") for line in lines)
 
 
 def test_the_corpus_is_large_and_varied() -> None:
