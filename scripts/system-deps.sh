@@ -6,6 +6,11 @@ packages=()
 for pair in rspamd:rspamd postfix:postfix wrk:wrk; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || packages+=("${pair##*:}")
 done
+# The outage test runs a private PostgreSQL cluster: it needs initdb and pg_ctl, which
+# Debian keeps out of PATH.
+if ! command -v initdb >/dev/null 2>&1 && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+  packages+=(postgresql)
+fi
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "system-deps: need root to install: ${packages[*]}" >&2

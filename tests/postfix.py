@@ -67,15 +67,23 @@ def _replace(text: str, old: str, new: str) -> str:
     return text.replace(old, new)
 
 
-def configure(conf: Path, root: Path, *, domain: str, owners_domain: str, ports: Ports) -> None:
-    """Write main.cf and master.cf: the doc's blocks, moved to this test's ports."""
+def configure(
+    conf: Path,
+    root: Path,
+    *,
+    domain: str,
+    owners_domain: str,
+    ports: Ports,
+    outside_domains: tuple[str, ...] = (),
+) -> None:
+    """Write main.cf and master.cf: the doc's blocks, moved to this test's ports. Mail for
+    the owners' domain and ``outside_domains`` goes to the sink (the internet)."""
     main = doc_block("main.cf for maskmail")
     main = _replace(main, DOC_DOMAIN, domain)
-    main = _replace(
-        main,
-        "[127.0.0.1]:2525 }",
-        f"[127.0.0.1]:{ports.maskmail}, {owners_domain}=smtp:[127.0.0.1]:{ports.sink} }}",
+    routes = "".join(
+        f", {name}=smtp:[127.0.0.1]:{ports.sink}" for name in (owners_domain, *outside_domains)
     )
+    main = _replace(main, "[127.0.0.1]:2525 }", f"[127.0.0.1]:{ports.maskmail}{routes} }}")
     master = doc_block("master.cf for maskmail")
     master = _replace(
         master, "smtp      inet  n       -       y", f"127.0.0.1:{ports.inbound} inet n - n"
@@ -110,7 +118,9 @@ def _postfix(conf: Path, action: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
-def running_postfix(*, domain: str, owners_domain: str, ports: Ports) -> Iterator[Path]:
+def running_postfix(
+    *, domain: str, owners_domain: str, ports: Ports, outside_domains: tuple[str, ...] = ()
+) -> Iterator[Path]:
     """Start the instance; yield its log file; stop it and remove its directories."""
     if shutil.which("postfix") is None:
         raise RuntimeError("postfix is required (scripts/system-deps.sh installs it)")
@@ -123,7 +133,14 @@ def running_postfix(*, domain: str, owners_domain: str, ports: Ports) -> Iterato
         for path in (conf, root / "queue", data):
             path.mkdir()
         shutil.chown(data, user="postfix")
-        configure(conf, root, domain=domain, owners_domain=owners_domain, ports=ports)
+        configure(
+            conf,
+            root,
+            domain=domain,
+            owners_domain=owners_domain,
+            ports=ports,
+            outside_domains=outside_domains,
+        )
         started = _postfix(conf, "start")
         try:
             if started.returncode != 0:

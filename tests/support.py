@@ -14,9 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import keys
 from maskmail.store import accounts
+from maskmail.store.addresses import create_address
 from maskmail.store.engine import create_engine, transaction
 
 PG_ADMIN_DSN = os.environ.get("MASKMAIL_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
@@ -130,3 +132,10 @@ async def make_keys(url: str, *mailboxes: str) -> list[str]:
     finally:
         await engine.dispose()
     return made
+
+
+async def new_address(conn: AsyncConnection, domain: str = "relay.test") -> tuple[int, int]:
+    """A new user with one relay address: ``(user id, address id)``."""
+    user_id = await accounts.add_user(conn, f"u{secrets.token_hex(6)}@example.com")
+    address = await create_address(conn, user_id, domain=domain, length=8)
+    return user_id, address.id

@@ -71,6 +71,15 @@ def user_add(email: str) -> None:
     _in_transaction(load_settings(), lambda conn: accounts.add_user(conn, mailbox))
 
 
+@user_app.command("show-name")
+def user_show_name(
+    email: str,
+    show: Annotated[bool, typer.Argument(help="true to send the display name, false not to.")],
+) -> None:
+    """Choose whether EMAIL's display name goes out with replies (off by default)."""
+    _in_transaction(load_settings(), lambda conn: accounts.set_show_name(conn, email, show))
+
+
 @key_app.command("create")
 def key_create(email: str) -> None:
     """Print a new API key for the user with EMAIL; it is shown only this once."""

@@ -64,7 +64,13 @@ class Settings(BaseSettings):
     smtp_hostname: str = ""
     # HMAC key for bounce addresses; unset: generated once and kept in the data dir.
     bounce_secret: str = ""
+    # Hard bounces within 24 hours that pause forwarding for a relay address; 0: never.
+    bounce_pause_threshold: int = Field(default=5, ge=0)
     rspamd_url: str = ""
+    # Hosts (authserv-ids) whose Authentication-Results decide whether a reply really
+    # comes from the owner's domain, comma-separated; unset: the newest header, which
+    # the trusted relay in front of maskmail added.
+    authserv_ids: str = ""
     # DKIM signing of forwards; the key file defaults to <data dir>/dkim.key when it exists.
     dkim_selector: str = "maskmail"
     dkim_key_file: str = ""
@@ -158,6 +164,10 @@ class Settings(BaseSettings):
     def dkim_key_path(self) -> Path:
         """Where the DKIM private key is read from (and ``maskmail dkim generate`` writes)."""
         return Path(self.dkim_key_file) if self.dkim_key_file else self.data_dir / "dkim.key"
+
+    @property
+    def authserv_id_list(self) -> tuple[str, ...]:
+        return tuple(i.strip().lower() for i in self.authserv_ids.split(",") if i.strip())
 
     @property
     def mail_hostname(self) -> str:

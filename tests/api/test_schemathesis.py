@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from maskmail.api.app import create_app
 from maskmail.store.migrate import upgrade
@@ -34,13 +35,29 @@ def test_api_conforms_to_its_schema(fuzz_target: tuple[Any, str]) -> None:
     # The SimpleLogin-compatible routes read the key from Authentication instead.
     headers = {"Authorization": f"Bearer {key}", "Authentication": key}
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 6 + 4  # /v3, then addy.io and SimpleLogin compatibility
+    labels = {operation.label for operation in operations}
+    # Every route of /v3, then addy.io and SimpleLogin compatibility, is exercised.
+    assert {
+        "GET /v3/relay/addresses",
+        "POST /v3/relay/addresses",
+        "GET /v3/relay/addresses/{address_id}",
+        "PATCH /v3/relay/addresses/{address_id}",
+        "PUT /v3/relay/addresses/{address_id}",
+        "DELETE /v3/relay/addresses/{address_id}",
+        "POST /v3/relay/addresses/{address_id}/contacts",
+        "GET /v3/relay/addresses/{address_id}/bounces",
+    } <= labels
+    assert len(labels) >= 8 + 4
     for operation in operations:
 
         @given(case=operation.as_strategy())
         @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
         def check(case: Any) -> None:
-            case.call_and_validate(headers=headers)
+            # An address can match the "email" format and still be refused (a reserved
+            # domain such as .test, or the relay's own): that 422 is documented.
+            contacts = case.operation.path.endswith("/contacts")
+            excluded = [positive_data_acceptance] if contacts else []
+            case.call_and_validate(headers=headers, excluded_checks=excluded)
 
         check()
 

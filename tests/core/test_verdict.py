@@ -6,8 +6,21 @@ import dataclasses
 
 import pytest
 
+from maskmail.core.errors import AddressDisabled, NotOwner, RelayDenied
 from maskmail.core.records import RelayAddress
-from maskmail.core.verdict import Action, Facts, Verdict, decide
+from maskmail.core.senders import Authentication
+from maskmail.core.verdict import (
+    DISABLED,
+    FORGED_FROM,
+    NOT_AUTHENTICATED,
+    NOT_OWNER,
+    Action,
+    Facts,
+    ReplyFacts,
+    Verdict,
+    decide,
+    decide_reply,
+)
 
 OWNER = "owner@example.com"
 
@@ -77,3 +90,47 @@ def test_verdict_is_frozen() -> None:
 
 def test_reply_counts_replied() -> None:
     assert Verdict(Action.REPLY, "x").counters == ("num_replied",)
+
+
+OUTSIDE = "shop@example.org"
+
+
+def test_owner_reply_goes_to_the_outside_sender_and_counts_replied() -> None:
+    facts = ReplyFacts(envelope_is_owner=True, header_is_owner=True)
+    for authenticated in (None, Authentication.PASS, Authentication.ABSENT):
+        verdict = decide_reply(
+            make_address(), dataclasses.replace(facts, authentication=authenticated), OUTSIDE
+        )
+        assert (verdict.action, verdict.target) == (Action.REPLY, OUTSIDE)
+        assert verdict.counters == ("num_replied",)
+
+
+@pytest.mark.parametrize(
+    ("facts", "enabled", "refusal", "reason"),
+    [
+        (ReplyFacts(envelope_is_owner=False), True, NotOwner, NOT_OWNER),
+        # A stranger is not told that the address is disabled.
+        (ReplyFacts(envelope_is_owner=False), False, NotOwner, NOT_OWNER),
+        (ReplyFacts(envelope_is_owner=True, header_is_owner=False), True, NotOwner, FORGED_FROM),
+        (
+            ReplyFacts(envelope_is_owner=True, authentication=Authentication.FAIL),
+            True,
+            NotOwner,
+            NOT_AUTHENTICATED,
+        ),
+        (ReplyFacts(envelope_is_owner=True), False, AddressDisabled, DISABLED),
+        (
+            ReplyFacts(envelope_is_owner=True, header_is_owner=True),
+            False,
+            AddressDisabled,
+            DISABLED,
+        ),
+    ],
+)
+def test_reply_refusals(
+    facts: ReplyFacts, enabled: bool, refusal: type[RelayDenied], reason: str
+) -> None:
+    verdict = decide_reply(make_address(enabled=enabled), facts, OUTSIDE)
+    assert (verdict.action, verdict.refusal, verdict.reason) == (Action.REFUSE, refusal, reason)
+    assert verdict.target is None
+    assert verdict.counters == ()

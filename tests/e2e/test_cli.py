@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import time
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from maskmail.core.keys import PREFIX
+from maskmail.store.engine import create_engine, transaction
+from maskmail.store.tables import users
 from tests.e2e.conftest import Deployment
 from tests.support import free_port, maskmail_cmd, run_cli, running, wait_for_port
 
@@ -109,3 +113,24 @@ def test_up_runs_migrations_on_an_empty_database(deployment: Deployment) -> None
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+def test_show_name_choice(deployment: Deployment) -> None:
+    deployment.cli("user", "add", "dora@example.com")
+
+    async def shown() -> bool:
+        engine = create_engine(deployment.env["MASKMAIL_DATABASE_URL"])
+        try:
+            async with transaction(engine, readonly=True) as conn:
+                return bool(await conn.scalar(select(users.c.show_name)))
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(shown()) is False
+    deployment.cli("user", "show-name", "Dora@Example.com", "true")
+    assert asyncio.run(shown()) is True
+    deployment.cli("user", "show-name", "dora@example.com", "false")
+    assert asyncio.run(shown()) is False
+    line = _one_line_error(run_cli(deployment.env, "user", "show-name", "nobody@x.com", "true"))
+    assert "nobody@x.com" in line
+    _one_line_error(run_cli(deployment.env, "user", "show-name", "dora@example.com", "maybe"))

@@ -9,13 +9,10 @@ from email import message_from_bytes, policy
 from email.utils import getaddresses
 
 import dkim
-import httpx
 import pytest
 
-from tests.e2e.conftest import Deployment
-from tests.postfix import Ports, running_postfix
+from tests.e2e.conftest import Deployment, behind_postfix
 from tests.sink import HOST, Received, Sink
-from tests.support import free_port, running, wait_for_port
 
 pytestmark = pytest.mark.slow
 DOMAIN = "relay.test"  # the deployment fixture's domain
@@ -36,41 +33,29 @@ def wait_for_mail(sink: Sink, count: int) -> list[Received]:
 def test_mail_through_postfix_is_rewritten_signed_and_counted(
     deployment: Deployment, sink: Sink
 ) -> None:
-    ports = Ports(inbound=free_port(), smarthost=free_port(), maskmail=free_port(), sink=sink.port)
-    api_port = free_port()
-    env = {**deployment.env, "MASKMAIL_SMARTHOST": f"127.0.0.1:{ports.smarthost}"}
     record = "".join(re.findall(r'"([^"]*)"', deployment.cli("dkim", "generate"))).encode()
     key = deployment.user_with_key(OWNER)
-    tmp_path = deployment.tmp
-
-    up = ("up", "--api-port", str(api_port), "--smtp-port", str(ports.maskmail))
-    with (
-        running(env, *up, port=api_port, log=tmp_path / "up.log"),
-        running_postfix(domain=DOMAIN, owners_domain=OWNERS_DOMAIN, ports=ports) as log,
-    ):
-        wait_for_port(ports.maskmail)
-        wait_for_port(ports.inbound)
-        api = httpx.Client(
-            base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
-        )
-        with api:
-            created = api.post("/v3/relay/addresses").json()
-            address = created["full_address"]
-            with smtplib.SMTP(HOST, ports.inbound, timeout=30) as client:
-                data = (
-                    f"From: Alice Example <alice@sender.example>\r\nTo: {address}\r\n"
-                    "Subject: through postfix\r\nMessage-ID: <pf-1@sender.example>\r\n"
-                    "\r\nHello through Postfix.\r\n"
-                ).encode()
-                assert client.sendmail("alice@sender.example", [address], data) == {}
-                # Postfix in front never relays for a foreign domain, whatever the sender.
-                with pytest.raises(smtplib.SMTPRecipientsRefused) as caught:
-                    client.sendmail(f"x@{DOMAIN}", ["victim@foreign.example"], data)
-                code, text = caught.value.recipients["victim@foreign.example"]
-                assert code == 554 and b"5.7.1" in text
-            arrived = wait_for_mail(sink, 1)
-            assert len(arrived) == 1, log.read_text()
-            counters = api.get(f"/v3/relay/addresses/{created['id']}").json()
+    with behind_postfix(
+        deployment, sink, key=key, domain=DOMAIN, owners_domain=OWNERS_DOMAIN
+    ) as run:
+        api, log = run.api, run.log
+        created = api.post("/v3/relay/addresses").json()
+        address = created["full_address"]
+        with smtplib.SMTP(HOST, run.ports.inbound, timeout=30) as client:
+            data = (
+                f"From: Alice Example <alice@sender.example>\r\nTo: {address}\r\n"
+                "Subject: through postfix\r\nMessage-ID: <pf-1@sender.example>\r\n"
+                "\r\nHello through Postfix.\r\n"
+            ).encode()
+            assert client.sendmail("alice@sender.example", [address], data) == {}
+            # Postfix in front never relays for a foreign domain, whatever the sender.
+            with pytest.raises(smtplib.SMTPRecipientsRefused) as caught:
+                client.sendmail(f"x@{DOMAIN}", ["victim@foreign.example"], data)
+            code, text = caught.value.recipients["victim@foreign.example"]
+            assert code == 554 and b"5.7.1" in text
+        arrived = wait_for_mail(sink, 1)
+        assert len(arrived) == 1, log.read_text()
+        counters = api.get(f"/v3/relay/addresses/{created['id']}").json()
 
     [got] = arrived
     assert got.rcpt_tos == [OWNER]
@@ -83,3 +68,77 @@ def test_mail_through_postfix_is_rewritten_signed_and_counted(
     assert forwarded["Subject"] == "through postfix"
     assert dkim.verify(got.data, dnsfunc=lambda name, timeout=5: record)
     assert counters["num_forwarded"] == 1
+
+
+def _send(port: int, sender: str, recipient: str, data: bytes) -> None:
+    with smtplib.SMTP(HOST, port, timeout=30) as client:
+        assert client.sendmail(sender, [recipient], data) == {}
+
+
+def test_replies_and_contacts_through_postfix(deployment: Deployment, sink: Sink) -> None:
+    """The whole loop through Postfix in front: a forward, the owner's reply, a stranger
+    refused (Postfix returns maskmail's 550 to them as a bounce), and a first message
+    to a contact made through the API."""
+    key = deployment.user_with_key(OWNER)
+    outside = ("sender.example", "stranger.example", "shop.example")
+    with behind_postfix(
+        deployment,
+        sink,
+        key=key,
+        domain=DOMAIN,
+        owners_domain=OWNERS_DOMAIN,
+        outside_domains=outside,
+    ) as run:
+        api, log, ports = run.api, run.log, run.ports
+        created = api.post("/v3/relay/addresses").json()
+        address = created["full_address"]
+        first = (
+            f"From: Alice <alice@sender.example>\r\nTo: {address}\r\nSubject: hi\r\n"
+            "Message-ID: <pf-2@sender.example>\r\n\r\nHello.\r\n"
+        ).encode()
+        _send(ports.inbound, "alice@sender.example", address, first)
+        [forward] = wait_for_mail(sink, 1)
+        alias = str(message_from_bytes(forward.data, policy=policy.default)["Reply-To"])
+
+        reply = (
+            f"From: Owner <{OWNER}>\r\nTo: {alias}\r\nSubject: Re: hi\r\n"
+            "Message-ID: <pf-3@owners.example>\r\nIn-Reply-To: <pf-2@sender.example>\r\n"
+            "References: <pf-2@sender.example>\r\n\r\n"
+            f"Hello back.\r\n\r\nOn Monday <{OWNER.upper()}> wrote:\r\n> Hello.\r\n"
+        ).encode()
+        _send(ports.inbound, OWNER, alias, reply)
+        stranger = reply.replace(OWNER.encode(), b"mallory@stranger.example")
+        _send(ports.inbound, "mallory@stranger.example", alias, stranger)
+        contact = api.post(
+            f"/v3/relay/addresses/{created['id']}/contacts",
+            json={"email": "orders@shop.example"},
+        ).json()
+        hello = (
+            f"From: {OWNER}\r\nTo: {contact['reverse_alias']}\r\nSubject: my order\r\n"
+            f"\r\nWhere is it? {OWNER}\r\n"
+        ).encode()
+        _send(ports.inbound, OWNER, contact["reverse_alias"], hello)
+        arrived = wait_for_mail(sink, 4)
+        assert len(arrived) == 4, log.read_text()
+        time.sleep(1)  # nothing more may arrive: no second copy, no reply for Mallory
+        counters = api.get(f"/v3/relay/addresses/{created['id']}").json()
+
+    by_recipient = {tuple(m.rcpt_tos): m for m in sink.messages}
+    assert len(by_recipient) == 4
+    answered = by_recipient[("alice@sender.example",)]
+    assert answered.mail_from == address
+    assert OWNER not in answered.data.decode().lower()
+    sent = message_from_bytes(answered.data, policy=policy.default)
+    assert getaddresses([str(sent["From"])]) == [("", address)]
+    assert sent["In-Reply-To"] == "<pf-2@sender.example>"
+    assert sent["References"] == "<pf-2@sender.example>"
+    assert f"<{address}> wrote" in answered.data.decode()
+    # Postfix accepted Mallory's message, maskmail refused it, Postfix bounced it to her.
+    dsn = by_recipient[("mallory@stranger.example",)]
+    assert dsn.mail_from in ("", "<>")
+    assert b"5.7.1" in dsn.data
+    shop = by_recipient[("orders@shop.example",)]
+    assert shop.mail_from == address
+    assert OWNER not in shop.data.decode().lower()
+    assert counters["num_forwarded"] == 1
+    assert counters["num_replied"] == 2

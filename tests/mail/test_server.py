@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from maskmail.mail.handler import MailContext, RelayHandler
+from maskmail.mail.context import MailContext
+from maskmail.mail.handler import RelayHandler
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
 from maskmail.store.engine import create_engine

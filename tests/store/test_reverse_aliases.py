@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Iterator
 
 import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core.errors import AddressTaken
-from maskmail.store import accounts
-from maskmail.store.addresses import create_address, delete_address
+from maskmail.store.addresses import delete_address
 from maskmail.store.engine import transaction
 from maskmail.store.reverse_aliases import find_reverse_alias, reverse_alias_for
+from tests.support import new_address
 
 pytestmark = pytest.mark.anyio
 DOMAIN = "relay.test"
-
-
-async def new_address(conn: AsyncConnection) -> tuple[int, int]:
-    user_id = await accounts.add_user(conn, f"u{secrets.token_hex(6)}@example.com")
-    address = await create_address(conn, user_id, domain=DOMAIN, length=8)
-    return user_id, address.id
 
 
 async def test_same_pair_gets_the_same_alias(conn: AsyncConnection) -> None:

@@ -14,7 +14,7 @@ from maskmail.api import docs, errors
 from maskmail.api.bodylimit import BodyLimit
 from maskmail.api.proxy import PathMiddleware
 from maskmail.api.ratelimit import Limiter
-from maskmail.api.routes import addresses, compat_addy, compat_simplelogin
+from maskmail.api.routes import addresses, bounces, compat_addy, compat_simplelogin, contacts
 from maskmail.config import Settings
 from maskmail.store.engine import create_engine
 
@@ -63,6 +63,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
     app.include_router(addresses.router)
+    app.include_router(contacts.router)
+    app.include_router(bounces.router)
     app.include_router(compat_addy.router)
     app.include_router(compat_simplelogin.router)
     docs.install(app, patches=[compat_addy.document_domain(settings.domain)])

@@ -91,3 +91,28 @@ def address_json(rec: RelayAddress) -> dict[str, Any]:
         "subdomain": rec.subdomain,
         "full_address": rec.full_address,
     }
+
+
+class BounceEntry(BaseModel):
+    """One delivery status notification that came back for a forward."""
+
+    received_time: int = Field(description="Unix seconds, UTC.")
+    kind: str = Field(description="`hard` (the mailbox refused for good) or `soft`.")
+    status: str = Field(
+        description="RFC 3463 status such as `5.1.1`; a word (`failed`, `delayed`, "
+        "`unknown`) when the report gave none."
+    )
+    forgiven: bool = Field(description="Before the owner lifted a pause: no longer counted.")
+
+
+class Bounces(BaseModel):
+    """Bounces of an address's forwards, and whether they paused it."""
+
+    paused: bool = Field(
+        description="Hard bounces paused forwarding: the address shows `enabled: false` "
+        "until the owner enables it again."
+    )
+    paused_time: int | None = Field(description="Unix seconds, UTC, of the pause; or null.")
+    threshold: int = Field(description="Hard bounces within 24 hours that pause; 0: never.")
+    hard_bounces_24h: int = Field(description="Hard bounces in the last 24 hours that count.")
+    bounces: list[BounceEntry] = Field(description="The latest 50, newest first.")

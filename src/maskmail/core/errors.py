@@ -10,6 +10,9 @@
      ├── StoreUnavailable    the database cannot be reached right now
      ├── RateLimited         too many requests from one key or client
      ├── RelayDenied         mail for a foreign domain, or a forward that would loop
+     │    ├── NotOwner          a reply through a reverse alias from anyone but its owner
+     │    └── AddressDisabled   a reply through a relay address its owner switched off
+     ├── Unrewritable        a reply that cannot be rewritten without leaking
      ├── DeliveryDeferred    the outbound server failed for now (retry later)
      └── DeliveryRefused     the outbound server refused for good
 
@@ -72,6 +75,18 @@ class RateLimited(MaskmailError):
 
 class RelayDenied(MaskmailError):
     """Mail for a domain that is not ours, or a forward that would loop."""
+
+
+class NotOwner(RelayDenied):
+    """Only the owner of a relay address may send through its reverse aliases."""
+
+
+class AddressDisabled(RelayDenied):
+    """The relay address is disabled, so nothing is sent through it either."""
+
+
+class Unrewritable(MaskmailError):
+    """A reply whose owner's address could not be removed with certainty; not sent."""
 
 
 class DeliveryDeferred(MaskmailError):

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from maskmail.core.errors import AddressDisabled, NotOwner, RelayDenied
 from maskmail.core.records import RelayAddress
+from maskmail.core.senders import Authentication
 
 Counter = Literal["num_forwarded", "num_blocked", "num_replied", "num_spam"]
 
@@ -38,6 +40,8 @@ class Verdict:
     reason: str
     target: str | None = None
     spam: bool = False
+    # For REFUSE: the error the mail plane answers with.
+    refusal: type[RelayDenied] = RelayDenied
 
     @property
     def counters(self) -> tuple[Counter, ...]:
@@ -77,3 +81,39 @@ def decide(address: RelayAddress, facts: Facts) -> Verdict:
         target=facts.owner_mailbox,
         spam=facts.spam,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyFacts:
+    """What the mail plane learned about a message to a reverse alias."""
+
+    # The envelope sender is the owner's mailbox.
+    envelope_is_owner: bool
+    # The From header is the owner's mailbox; None before the headers arrive (at RCPT).
+    header_is_owner: bool | None = None
+    # What a trusted relay's Authentication-Results say; None when not from one.
+    authentication: Authentication | None = None
+
+
+# The owner reads these in the bounce their own server sends them.
+NOT_OWNER = "Only the owner of this relay address may send through it"
+FORGED_FROM = "The From header is not the owner's address"
+NOT_AUTHENTICATED = "SPF and DKIM did not pass for the owner's domain"
+DISABLED = "This relay address is disabled; enable it to reply through it"
+
+
+def decide_reply(address: RelayAddress, facts: ReplyFacts, outside: str) -> Verdict:
+    """The verdict for the owner writing to ``outside`` through ``address``.
+
+    Who is asking is settled first: a stranger learns nothing, not even that the
+    address is disabled.
+    """
+    if not facts.envelope_is_owner:
+        return Verdict(Action.REFUSE, NOT_OWNER, refusal=NotOwner)
+    if facts.header_is_owner is False:
+        return Verdict(Action.REFUSE, FORGED_FROM, refusal=NotOwner)
+    if facts.authentication is Authentication.FAIL:
+        return Verdict(Action.REFUSE, NOT_AUTHENTICATED, refusal=NotOwner)
+    if not address.enabled:
+        return Verdict(Action.REFUSE, DISABLED, refusal=AddressDisabled)
+    return Verdict(Action.REPLY, "a reply from the owner", target=outside)

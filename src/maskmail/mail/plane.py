@@ -11,8 +11,9 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
+from maskmail.mail.context import MailContext
 from maskmail.mail.dkim import load_signer
-from maskmail.mail.handler import MailContext, RelayHandler
+from maskmail.mail.handler import RelayHandler
 from maskmail.mail.outbound import Outbound, Outbox, Smarthost
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
@@ -45,9 +46,11 @@ async def mail_plane(
             outbound=outbound_for(settings),
             judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
             bounce_secret=load_bounce_secret(settings),
+            bounce_pause_threshold=settings.bounce_pause_threshold,
             signer=load_signer(
                 settings.dkim_key_path, selector=settings.dkim_selector, domain=settings.domain
             ),
+            authserv_ids=settings.authserv_id_list,
         )
         server = await start_smtp(
             RelayHandler(context),

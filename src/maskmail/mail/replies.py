@@ -6,13 +6,16 @@ The sibling of ``api/errors.py``: core errors carry no SMTP code; this door adds
 from __future__ import annotations
 
 from maskmail.core.errors import (
+    AddressDisabled,
     AddressNotFound,
     DeliveryDeferred,
     DeliveryRefused,
     InvalidAddress,
     MaskmailError,
+    NotOwner,
     RelayDenied,
     StoreUnavailable,
+    Unrewritable,
 )
 
 SENDER_OK = "250 2.1.0 Sender OK"
@@ -32,12 +35,21 @@ _TABLE: dict[type[MaskmailError], str] = {
     StoreUnavailable: "451 4.3.0 Temporary failure; try again later",
     DeliveryDeferred: "451 4.4.1 Could not deliver right now; try again later",
     DeliveryRefused: "550 5.0.0 The destination refused this message",
+    Unrewritable: "550 5.6.0 The reply could not be rewritten without revealing your address",
+}
+# These carry a reason for the owner, written by core (never by a client).
+_WITH_REASON: dict[type[MaskmailError], str] = {
+    NotOwner: "550 5.7.1",
+    AddressDisabled: "550 5.7.1",
 }
 
 
 def reply_for(error: MaskmailError) -> str:
     """The SMTP line for a core error, looked up along its class hierarchy."""
     for cls in type(error).__mro__:
+        prefix = _WITH_REASON.get(cls)
+        if prefix is not None:
+            return f"{prefix} {' '.join(error.message.split())}"
         line = _TABLE.get(cls)
         if line is not None:
             return line

@@ -48,6 +48,15 @@ async def user_email(conn: AsyncConnection, user_id: int) -> str:
     return str(found)
 
 
+async def set_show_name(conn: AsyncConnection, email: str, show: bool) -> None:
+    """The user's choice: send their display name with replies, or only the address."""
+    result = await conn.execute(
+        update(users).where(users.c.email_key == email.lower()).values(show_name=show)
+    )
+    if result.rowcount != 1:
+        raise UserNotFound(f"no such user: {email}")
+
+
 async def count_users(conn: AsyncConnection) -> int:
     return int(await conn.scalar(select(func.count()).select_from(users)) or 0)
 

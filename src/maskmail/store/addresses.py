@@ -16,6 +16,7 @@ from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressNotFound, AddressTaken, LimitReached, UserNotFound
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
+from maskmail.store import bounces as bounce_store
 from maskmail.store.clock import now
 from maskmail.store.tables import addresses, tombstones, users
 
@@ -26,6 +27,7 @@ MAX_DRAWS = 20
 
 # The columns in RelayAddress's field order, so a row converts by position (see to_record).
 _columns = [addresses.c[field.name] for field in fields(RelayAddress)]
+ADDRESS_COLUMNS = tuple(_columns)
 
 # The listing statements are built once: building them per request (and computing their
 # cache keys) cost more than SQLite took to run them.
@@ -37,10 +39,10 @@ _OWNER = select(users.c.id).where(users.c.id == bindparam("user_id"))
 _LOCK_OWNER = _OWNER.with_for_update()
 
 
-def to_record(row: Row[Any]) -> RelayAddress:
+def to_record(row: Row[Any] | Sequence[Any]) -> RelayAddress:
     # By position: reading fourteen attributes by name per row was half the time of
     # listing 1,000 addresses (docs/benchmarks.md). Boolean columns already arrive as bool.
-    return RelayAddress(*row)  # type: ignore[call-arg]
+    return RelayAddress(*row)
 
 
 async def create_address(
@@ -142,7 +144,8 @@ async def get_address(conn: AsyncConnection, user_id: int, address_id: int) -> R
 async def update_address(
     conn: AsyncConnection, user_id: int, address_id: int, changes: Mapping[str, object]
 ) -> RelayAddress:
-    """Change only the given editable fields; any change stamps ``updated_time``."""
+    """Change only the given editable fields; any change stamps ``updated_time``.
+    Enabling an address that hard bounces paused lifts the pause."""
     unknown = set(changes) - EDITABLE
     if unknown:
         raise ValueError(f"not editable: {sorted(unknown)}")
@@ -157,6 +160,9 @@ async def update_address(
     row = result.first()
     if row is None:
         raise AddressNotFound("no such address")
+    if changes.get("enabled") is True:
+        # The owner switched it back on: a bounce pause ends with that.
+        await bounce_store.lift_pause(conn, address_id)
     return to_record(row)
 
 

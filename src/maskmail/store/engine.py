@@ -72,6 +72,26 @@ def _install_sqlite_recipe(engine: AsyncEngine) -> None:
         conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 
 
+# SQLSTATEs of a server that is going away or not ready yet, rather than of a bad query:
+# connection exceptions (class 08), shutting down or starting up (57P01-57P03), and full.
+OUTAGE_SQLSTATE_CLASSES = ("08",)
+OUTAGE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def _is_outage(exc: DBAPIError) -> bool:
+    """A lost connection, or PostgreSQL refusing connections while it stops or starts.
+
+    asyncpg raises the latter as server errors, at connect time, so SQLAlchemy neither
+    wraps them as OperationalError nor marks a connection invalidated.
+    """
+    if exc.connection_invalidated:
+        return True
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if not isinstance(sqlstate, str):
+        return False
+    return sqlstate in OUTAGE_SQLSTATES or sqlstate.startswith(OUTAGE_SQLSTATE_CLASSES)
+
+
 @contextmanager
 def unavailable_on_outage() -> Iterator[None]:
     """Turn "the database is not there right now" into StoreUnavailable."""
@@ -80,7 +100,7 @@ def unavailable_on_outage() -> Iterator[None]:
     except (OperationalError, PoolTimeout, ConnectionError, TimeoutError) as exc:
         raise StoreUnavailable("the database is unavailable; try again shortly") from exc
     except DBAPIError as exc:
-        if exc.connection_invalidated:
+        if _is_outage(exc):
             raise StoreUnavailable("the database is unavailable; try again shortly") from exc
         raise
     except OSError as exc:

@@ -26,6 +26,7 @@ class ReverseAlias:
     sender: str
     alias: str
     domain: str
+    created_time: int
 
     @property
     def full_address(self) -> str:
@@ -34,7 +35,11 @@ class ReverseAlias:
 
 def _record(row: Row[Any]) -> ReverseAlias:
     return ReverseAlias(
-        address_id=row.address_id, sender=row.sender, alias=row.alias, domain=row.domain
+        address_id=row.address_id,
+        sender=row.sender,
+        alias=row.alias,
+        domain=row.domain,
+        created_time=row.created_time,
     )
 
 
@@ -43,6 +48,7 @@ _columns = [
     reverse_aliases.c.sender,
     reverse_aliases.c.alias,
     reverse_aliases.c.domain,
+    reverse_aliases.c.created_time,
 ]
 
 
@@ -76,6 +82,7 @@ async def reverse_alias_for(
         if found is not None:
             return found
         alias = reverse.generate_alias_local(token)
+        created = now()
         try:
             async with conn.begin_nested():
                 await conn.execute(
@@ -84,12 +91,14 @@ async def reverse_alias_for(
                         sender=key,
                         alias=alias,
                         domain=domain,
-                        created_time=now(),
+                        created_time=created,
                     )
                 )
         except IntegrityError:
             continue
-        return ReverseAlias(address_id=address_id, sender=key, alias=alias, domain=domain)
+        return ReverseAlias(
+            address_id=address_id, sender=key, alias=alias, domain=domain, created_time=created
+        )
     raise AddressTaken("could not make a reverse alias; try again")
 
 

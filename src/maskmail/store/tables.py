@@ -37,6 +37,8 @@ users = Table(
     # The mailbox in lower case: mailboxes that differ only in case are one user.
     Column("email_key", String(320), nullable=False, unique=True),
     Column("created_time", BigInteger, nullable=False),
+    # Whether the user's display name goes out with their replies (off: only the address).
+    Column("show_name", Boolean, nullable=False, server_default=false()),
 )
 
 api_keys = Table(
@@ -66,6 +68,9 @@ addresses = Table(
     Column("num_blocked", BigInteger, nullable=False, server_default="0"),
     Column("num_replied", BigInteger, nullable=False, server_default="0"),
     Column("num_spam", BigInteger, nullable=False, server_default="0"),
+    # Set when hard bounces paused forwarding (and cleared when the owner enables it again);
+    # the API shows a pause as enabled=false, so the SPEC's object keeps its fields.
+    Column("paused_time", BigInteger, nullable=True),
     UniqueConstraint("address", "domain"),
     # Listing walks one owner's rows in id order; this index serves it, page by page.
     Index(None, "user_id", "id"),
@@ -91,6 +96,21 @@ reverse_aliases = Table(
     Column("domain", String(255), nullable=False),
     Column("created_time", BigInteger, nullable=False),
     UniqueConstraint("address_id", "sender"),
+)
+
+# Delivery status notifications that came back to a relay address's signed bounce address.
+# ``forgiven`` marks the bounces before the owner lifted a pause: they no longer count.
+bounces = Table(
+    "bounces",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), nullable=False),
+    Column("received_time", BigInteger, nullable=False),
+    Column("kind", String(8), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("forgiven", Boolean, nullable=False, server_default=false()),
+    # The threshold counts one address's recent bounces; the listing reads its latest.
+    Index(None, "address_id", "received_time"),
 )
 
 COUNTERS = ("num_forwarded", "num_blocked", "num_replied", "num_spam")

@@ -1,0 +1,104 @@
+"""Is this the owner? Sender addresses compared as mail systems compare them, and the
+trusted relay's ``Authentication-Results`` read with authres (RFC 8601)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+
+import authres
+
+from maskmail.core.envelope import Mailbox, parse_mailbox
+from maskmail.core.errors import InvalidAddress
+
+
+def mailbox_key(address: str) -> tuple[str, str] | None:
+    """The form two addresses are compared in; None for anything unparseable.
+
+    The domain is compared case-insensitively, as DNS does. The local part is compared
+    whole, in lower case (users are unique regardless of case): ``alice+x`` stays a
+    different mailbox from ``alice``, so no sub-address lets a stranger in.
+    """
+    try:
+        mailbox: Mailbox = parse_mailbox(address.strip())
+    except InvalidAddress:
+        return None
+    try:
+        domain = mailbox.domain.encode("idna").decode("ascii")
+    except UnicodeError:
+        return None
+    return mailbox.local.lower(), domain
+
+
+def same_mailbox(one: str, other: str) -> bool:
+    key = mailbox_key(one)
+    return key is not None and key == mailbox_key(other)
+
+
+class Authentication(StrEnum):
+    PASS = "pass"  # noqa: S105 (not a password): SPF or DKIM passed for the owner's domain
+    FAIL = "fail"  # results were given, and none passed for the owner's domain
+    ABSENT = "absent"  # the relay reported no SPF or DKIM result at all
+
+
+_CHECKED = frozenset({"spf", "dkim"})
+
+
+def _domain_of(value: str) -> str:
+    return value.rpartition("@")[2].strip().strip(".").lower()
+
+
+def _aligned(signer: str, owner_domain: str) -> bool:
+    """The signing domain is the owner's domain or a parent of it (relaxed alignment)."""
+    return (
+        bool(signer)
+        and "." in signer
+        and (owner_domain == signer or owner_domain.endswith("." + signer))
+    )
+
+
+def _passes(result: authres.core.AuthenticationResult, owner_domain: str) -> bool:
+    if str(result.result).lower() != "pass":
+        return False
+    found = {(p.type.lower(), p.name.lower()): str(p.value) for p in result.properties}
+    if result.method.lower() == "spf":
+        mail_from = found.get(("smtp", "mailfrom"), "")
+        return _domain_of(mail_from) == owner_domain
+    signer = found.get(("header", "d"), "") or _domain_of(found.get(("header", "i"), ""))
+    return _aligned(signer.strip(".").lower(), owner_domain)
+
+
+def _parse(value: str) -> authres.AuthenticationResultsHeader | None:
+    unfolded = " ".join(value.split())
+    try:
+        return authres.AuthenticationResultsHeader.parse(f"Authentication-Results: {unfolded}")
+    except authres.core.AuthResError:
+        return None
+
+
+def authentication(
+    values: Sequence[str], owner_domain: str, authserv_ids: Iterable[str] = ()
+) -> Authentication:
+    """What the trusted relay's ``Authentication-Results`` say about the owner's domain.
+
+    ``values`` are the header values in message order, newest first. With
+    ``authserv_ids`` only headers from those hosts count (a sender can write any header
+    below them); without, only the newest one, which the trusted relay added. A header
+    that should count but cannot be parsed fails: it is never read as absent.
+    """
+    ids = {i.strip().lower() for i in authserv_ids if i.strip()}
+    chosen = list(values) if ids else list(values[:1])
+    owner_domain = owner_domain.lower()
+    results: list[authres.core.AuthenticationResult] = []
+    for value in chosen:
+        header = _parse(value)
+        if header is None:
+            if ids:
+                continue
+            return Authentication.FAIL
+        if ids and str(header.authserv_id).lower() not in ids:
+            continue
+        results.extend(r for r in header.results if r.method.lower() in _CHECKED)
+    if any(_passes(r, owner_domain) for r in results):
+        return Authentication.PASS
+    return Authentication.FAIL if results else Authentication.ABSENT

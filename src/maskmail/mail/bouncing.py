@@ -1,0 +1,73 @@
+"""Bounces that come back to a signed bounce address: verified, recorded, never answered.
+
+Every forward leaves with a ``bounce+<id>.<day>.<signature>`` envelope sender. What
+comes back to it is refused at RCPT when the signature is forged or too old, and
+otherwise accepted, recorded against the relay address, and dropped. Nothing is ever
+sent in return: no bounce of a bounce (backscatter), no forward, so no loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from maskmail.core import bounces
+from maskmail.core.envelope import Mailbox
+from maskmail.core.errors import AddressNotFound, RelayDenied
+from maskmail.mail import replies
+from maskmail.mail.context import MailContext
+from maskmail.mail.dsn import read_bounce
+from maskmail.store import bounces as store
+from maskmail.store.engine import transaction
+
+log = logging.getLogger(__name__)
+
+
+def is_bounce(mailbox: Mailbox) -> bool:
+    """True for a local part in the bounce address form, whether or not it verifies."""
+    return mailbox.local.lower().startswith(f"{bounces.PREFIX}+")
+
+
+def _address_id(ctx: MailContext, mailbox: Mailbox) -> int:
+    now = int(ctx.clock().timestamp())
+    address_id = bounces.verify_bounce(mailbox.local, now, ctx.bounce_secret)
+    if address_id is None:
+        # Forged, tampered with, or older than its week: not a bounce of ours.
+        raise RelayDenied("not a bounce address of ours")
+    return address_id
+
+
+async def bounce_recipient(ctx: MailContext, mailbox: Mailbox) -> int:
+    """The relay address a bounce recipient stands for; RelayDenied (550 5.7.1) for a bad
+    or expired signature, AddressNotFound when the relay address is gone."""
+    address_id = _address_id(ctx, mailbox)
+    async with transaction(ctx.engine, readonly=True) as conn:
+        if not await store.address_exists(conn, address_id):
+            raise AddressNotFound("no such address")
+    return address_id
+
+
+async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
+    """Record the bounce for ``mailbox`` (checked again: time passed since RCPT), pause
+    the address at the threshold, and answer with the SMTP line. Never sends mail."""
+    address_id = _address_id(ctx, mailbox)
+    # Detectors scan the whole message; a large one must not stall other sessions.
+    bounce = await asyncio.to_thread(read_bounce, raw)
+    async with transaction(ctx.engine) as conn:
+        recorded = await store.record_bounce(
+            conn,
+            address_id,
+            bounce,
+            threshold=ctx.bounce_pause_threshold,
+            when=int(ctx.clock().timestamp()),
+        )
+    log.info(
+        "%s bounce (%s) for address %d; %d hard in 24h",
+        bounce.kind,
+        bounce.status,
+        address_id,
+        recorded.hard_bounces,
+    )
+    if recorded.paused:
+        log.warning("address %d paused after %d hard bounces", address_id, recorded.hard_bounces)
+    return replies.ACCEPTED

@@ -1,0 +1,34 @@
+"""Which database errors mean "unavailable, retry" rather than "a bug": the outage test's
+race (a connection attempt while PostgreSQL stops or starts) made deterministic."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.exc import DBAPIError
+
+from maskmail.core.errors import StoreUnavailable
+from maskmail.store.engine import unavailable_on_outage
+
+
+class ServerError(Exception):
+    """Stands in for a driver's error carrying PostgreSQL's SQLSTATE."""
+
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(f"sqlstate {sqlstate}")
+        self.sqlstate = sqlstate
+
+
+def wrapped(sqlstate: str) -> DBAPIError:
+    return DBAPIError("SELECT 1", None, ServerError(sqlstate))
+
+
+@pytest.mark.parametrize("sqlstate", ["57P01", "57P02", "57P03", "53300", "08006", "08001"])
+def test_server_going_away_or_not_ready_is_unavailable(sqlstate: str) -> None:
+    with pytest.raises(StoreUnavailable), unavailable_on_outage():
+        raise wrapped(sqlstate)
+
+
+@pytest.mark.parametrize("sqlstate", ["42601", "23505", "22P02"])
+def test_a_bad_query_is_not_an_outage(sqlstate: str) -> None:
+    with pytest.raises(DBAPIError), unavailable_on_outage():
+        raise wrapped(sqlstate)
