@@ -351,3 +351,27 @@ async def test_concurrent_replies_count_exactly(relay: int, sink: Sink, masks: M
     assert results == [{}] * 12
     assert len(sink.messages) == 13
     assert await mask.counters() == counts(forwarded=1, replied=12)
+
+
+@pytest.mark.parametrize(
+    "author",
+    [
+        "(" * 3000 + ")" * 3000 + " {owner}",  # the address parser recursed past its limit
+        '"' * 20_000 + " {owner}",  # and was quadratic here, on the event loop
+    ],
+)
+async def test_hostile_from_with_the_owners_envelope_is_refused(
+    relay: int, sink: Sink, masks: Masks, author: str
+) -> None:
+    # Anyone can write the owner's address as MAIL FROM; the From header is then all
+    # that is parsed, and an unreadable one is a refusal, not a 451 or a stalled server.
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    value = author.format(owner=mask.owner)
+    folded = "\r\n ".join(value[i : i + 900] for i in range(0, len(value), 900))
+    data = _reply(mask.owner, alias).replace(
+        f"From: Owner Person <{mask.owner}>".encode(), f"From: {folded}".encode()
+    )
+    code, text = await _refused_at_data(relay, mask.owner, alias, data)
+    assert (code, text[:5]) == (550, "5.7.1")
+    assert len(sink.messages) == 1

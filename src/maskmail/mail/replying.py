@@ -41,14 +41,18 @@ async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) ->
 
 
 def _from_addresses(headers: Any) -> list[str] | None:
-    """Every address in the From header(s); None when it cannot be read."""
+    """Every address in the From header(s); None when it cannot be read, or is too long
+    to parse safely (see ``rewrite.MAX_ADDRESS_HEADER``)."""
+    raw = [value for name, value in headers.raw_items() if name.lower() == "from"]
+    if any(len(value) > rewrite.MAX_ADDRESS_HEADER for value in raw):
+        return None
     try:
         found = [
             address.addr_spec
             for header in headers.get_all("from") or []
             for address in getattr(header, "addresses", ())
         ]
-    except (ValueError, IndexError, TypeError):
+    except (ValueError, IndexError, TypeError, RecursionError):
         return None
     return found
 
