@@ -184,14 +184,19 @@ async def test_spoofed_from_with_mismatched_envelope(relay: int, sink: Sink, mas
     assert code == 550
     # The envelope says owner; the From header does not, or names two authors.
     for author in ("mallory@example.net", f"{mask.owner}, mallory@example.net"):
-        data = _reply(mask.owner, alias).replace(
-            f"From: Owner Person <{mask.owner}>".encode(), f"From: {author}".encode()
-        )
-        assert f"From: {author}".encode() in data
-        code, text = await _refused_at_data(relay, mask.owner, alias, data)
-        assert (code, text[:5]) == (550, "5.7.1")
+        await _refused_for_from(relay, mask, alias, author)
     assert len(sink.messages) == 1
     assert await mask.counters() == counts(forwarded=1)
+
+
+async def _refused_for_from(relay: int, mask: Mask, alias: str, author: str) -> None:
+    """The owner's envelope with this From header: refused after DATA as not the owner."""
+    data = _reply(mask.owner, alias).replace(
+        f"From: Owner Person <{mask.owner}>".encode(), f"From: {author}".encode()
+    )
+    assert f"From: {author}".encode() in data
+    code, text = await _refused_at_data(relay, mask.owner, alias, data)
+    assert (code, text[:5]) == (550, "5.7.1")
 
 
 def _auth(results: str) -> str:
@@ -351,3 +356,48 @@ async def test_concurrent_replies_count_exactly(relay: int, sink: Sink, masks: M
     assert results == [{}] * 12
     assert len(sink.messages) == 13
     assert await mask.counters() == counts(forwarded=1, replied=12)
+
+
+@pytest.mark.parametrize(
+    "author",
+    [
+        # The email package raises AttributeError on these; the answer must still be 550.
+        'x:@:/f;\\"d/ c',
+        "x.: /h.i\\@<>.m>n=?utf-8?q?a?=asmtp\\",
+        "=?utf-8?q?{owner_encoded}?=",
+        "{owner}, {owner}",
+        "group: {owner};, mallory@example.net",
+    ],
+)
+async def test_unreadable_or_doubtful_from_is_refused(
+    relay: int, sink: Sink, masks: Masks, author: str
+) -> None:
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    value = author.format(owner=mask.owner, owner_encoded=mask.owner.replace("@", "=40"))
+    await _refused_for_from(relay, mask, alias, value)
+    assert len(sink.messages) == 1
+    assert await mask.counters() == counts(forwarded=1)
+
+
+async def test_reply_that_cannot_be_scrubbed_is_refused_over_smtp(
+    relay: int, sink: Sink, masks: Masks
+) -> None:
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    card = base64.encodebytes(f"BEGIN:VCARD\r\nEMAIL:{mask.owner}\r\nEND:VCARD\r\n".encode())
+    data = (
+        (
+            f"From: {mask.owner}\r\nTo: {alias}\r\nSubject: my card\r\nMIME-Version: 1.0\r\n"
+            "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+            "Content-Type: text/plain\r\n\r\nattached\r\n--b\r\n"
+            "Content-Type: application/octet-stream; name=card.vcf\r\n"
+            "Content-Transfer-Encoding: base64\r\n\r\n"
+        ).encode()
+        + card.replace(b"\n", b"\r\n")
+        + b"--b--\r\n"
+    )
+    code, text = await _refused_at_data(relay, mask.owner, alias, data)
+    assert (code, text[:5]) == (550, "5.6.0")
+    assert len(sink.messages) == 1
+    assert await mask.counters() == counts(forwarded=1)

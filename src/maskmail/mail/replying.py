@@ -48,7 +48,8 @@ def _from_addresses(headers: Any) -> list[str] | None:
             for header in headers.get_all("from") or []
             for address in getattr(header, "addresses", ())
         ]
-    except (ValueError, IndexError, TypeError):
+    except (ValueError, IndexError, TypeError, AttributeError, RecursionError):
+        # The email package's address parser raises all of these on hostile headers.
         return None
     return found
 

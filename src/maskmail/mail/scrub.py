@@ -1,0 +1,78 @@
+"""The owner's mailbox as a reader could meet it, found and replaced.
+
+A mail client or a web page writes the same address in many ways: in any letter case,
+each character as an HTML character reference (``&#x61;``, ``&#0064;``, ``&commat;``)
+or percent-encoded in a URL. Each is matched, so each can be replaced.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Named HTML references for the punctuation an address holds.
+_NAMED = {"@": ("&commat;",), ".": ("&period;",), "-": ("&hyphen;", "&dash;"), "_": ("&lowbar;",)}
+
+
+def _forms(char: str) -> str:
+    """A pattern for one character of the address, in every way it may be written."""
+    code_points = sorted({ord(c) for c in (char, char.lower(), char.upper()) if len(c) == 1})
+    forms = [re.escape(char)]
+    for point in code_points:
+        forms.append(f"&#0*{point};")
+        forms.append(f"&#x0*{point:x};")
+        if point < 128:
+            forms.append(f"%{point:02x}")
+    forms.extend(re.escape(name) for name in _NAMED.get(char, ()))
+    return "(?:" + "|".join(forms) + ")"
+
+
+def mailbox_pattern(mailbox: str, *, bounded: bool = True) -> str:
+    """The regular expression (to compile with IGNORECASE) for ``mailbox``; the ``@``
+    is group ``at``. Bounded, it skips longer addresses that merely contain the mailbox
+    (``malice@x``, ``alice@x.evil``)."""
+    local, _, domain = mailbox.rpartition("@")
+    core = (
+        "".join(_forms(c) for c in local)
+        + f"(?P<at>{_forms('@')})"
+        + "".join(_forms(c) for c in domain)
+    )
+    if not bounded:
+        return core
+    return rf"(?<![\w.+-]){core}(?![\w-]|\.[\w-])"
+
+
+class Scrubber:
+    """Replaces one mailbox by another wherever it appears as an address, in any case."""
+
+    def __init__(self, owner: str, relay: str) -> None:
+        core = mailbox_pattern(owner)
+        self._text = re.compile(core, re.IGNORECASE)
+        self._bytes = re.compile(core.encode("utf-8"), re.IGNORECASE)
+        self._anywhere = re.compile(mailbox_pattern(owner, bounded=False), re.IGNORECASE)
+        self._relay_local, _, self._relay_domain = relay.rpartition("@")
+        self.ascii = owner.isascii()
+
+    def text(self, value: str) -> str:
+        return self._text.sub(
+            lambda m: f"{self._relay_local}{m.group('at')}{self._relay_domain}", value
+        )
+
+    def everywhere(self, value: str) -> str:
+        """``text`` inside longer tokens too, for a file name like ``alice@x.com.vcf``."""
+        return self._anywhere.sub(
+            lambda m: f"{self._relay_local}{m.group('at')}{self._relay_domain}", value
+        )
+
+    def data(self, value: bytes) -> bytes:
+        local, domain = self._relay_local.encode(), self._relay_domain.encode()
+        return self._bytes.sub(lambda m: local + m.group("at") + domain, value)
+
+    def in_text(self, value: str) -> bool:
+        return self._text.search(value) is not None
+
+    def found_in(self, value: bytes) -> bool:
+        return self._bytes.search(value) is not None
+
+    def seen_in(self, text: str) -> bool:
+        """The mailbox in ``text``, even inside a longer token (a message id)."""
+        return self._anywhere.search(text) is not None
