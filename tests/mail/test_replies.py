@@ -401,3 +401,21 @@ async def test_reply_that_cannot_be_scrubbed_is_refused_over_smtp(
     assert (code, text[:5]) == (550, "5.6.0")
     assert len(sink.messages) == 1
     assert await mask.counters() == counts(forwarded=1)
+
+
+@pytest.mark.parametrize("reply_to", ["r.{token}@relay.test", "{relay}", "{relay_upper}"])
+async def test_reply_to_our_own_address_is_refused_not_looped(
+    relay: int, sink: Sink, masks: Masks, reply_to: str
+) -> None:
+    """A sender whose Reply-To is a reverse alias, or the relay address itself: the reply
+    could only come back to maskmail, so it is refused with a reason, and nothing is sent."""
+    mask = await masks.make()
+    target = reply_to.format(token="a" * 24, relay=mask.address, relay_upper=mask.address.upper())
+    incoming = message(to=mask.address, extra=f"Reply-To: {target}\r\n")
+    assert await send_async(relay, OUTSIDE, [mask.address], incoming) == {}
+    alias = str(message_from_bytes(sink.messages[-1].data, policy=policy.default)["Reply-To"])
+    code, text = await _refused_at_rcpt(relay, mask.owner, alias, _reply(mask.owner, alias))
+    assert (code, text[:5]) == (550, "5.7.1")
+    assert "loop" in text
+    assert len(sink.messages) == 1
+    assert await mask.counters() == counts(forwarded=1)
