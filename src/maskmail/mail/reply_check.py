@@ -25,12 +25,14 @@ _IDENTITY = frozenset({"7bit", "8bit", "binary"})
 _PARAM_HEADERS = ("content-type", "content-disposition")
 
 
-def _readings(text: str) -> Iterator[str]:
-    yield text
-    for shown in (text, _TAG.sub("", text)):
-        unescaped = unquote(unquote(html.unescape(shown)))
-        yield unescaped
-        yield unicodedata.normalize("NFKC", unescaped)
+def _readings(text: str) -> set[str]:
+    """``text`` as a reader could see it; each distinct form once, as messages are big."""
+    shown = {text, _TAG.sub("", text)} if "<" in text else {text}
+    found = set(shown)
+    for one in shown:
+        unescaped = html.unescape(one) if "&" in one else one
+        found.add(unquote(unquote(unescaped)) if "%" in unescaped else unescaped)
+    return found | {unicodedata.normalize("NFKC", one) for one in found if not one.isascii()}
 
 
 def _param_texts(part: Message) -> Iterator[str]:
@@ -49,26 +51,34 @@ def _joined_flowed(part: Message, text: str) -> str:
     return re.sub(r" \r?\n", "", text)
 
 
-def _body_texts(part: Message) -> Iterator[str]:
+def _body_texts(part: Message) -> set[str]:
     encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
     if part.is_multipart():
         if encoding not in _IDENTITY:
             raise Unrewritable(f"a {part.get_content_type()} part in {encoding!r}")
-        return
+        return set()
     data = part.get_payload(decode=True)
     if not isinstance(data, bytes):
-        return
-    yield data.decode("latin-1")
-    yield data.decode("utf-8", "replace")
+        return set()
+    # Bytes as UTF-8 (an owner's non-ASCII address) and, for an attachment, byte by byte.
+    texts = {data.decode("utf-8", "replace")}
+    if part.get_content_maintype() != "text":
+        texts.add(data.decode("latin-1"))
     with contextlib.suppress(LookupError):
-        yield _joined_flowed(part, data.decode(part.get_content_charset("us-ascii"), "replace"))
+        texts.add(
+            _joined_flowed(part, data.decode(part.get_content_charset("us-ascii"), "replace"))
+        )
+    return texts
 
 
 def refuse_if_visible(message: Message, scrub: Scrubber) -> None:
     """Unrewritable when the owner's address can still be read anywhere in ``message``."""
     for part in message.walk():
-        texts = (*(str(value) for value in part.values()), *_body_texts(part))
-        if any(scrub.in_text(reading) for text in texts for reading in _readings(text)) or any(
-            scrub.seen_in(reading) for text in _param_texts(part) for reading in _readings(text)
+        around = (part.preamble or "", part.epilogue or "")
+        texts = (*(str(value) for value in part.values()), *_body_texts(part), *around)
+        if any(scrub.in_plain(reading) for text in texts for reading in _readings(text)) or any(
+            scrub.in_plain(reading, bounded=False)
+            for text in _param_texts(part)
+            for reading in _readings(text)
         ):
             raise Unrewritable("the owner's address can still be read in the reply")
