@@ -86,3 +86,13 @@ def test_a_parent_domain_signs_for_its_subdomain() -> None:
     values = ["mx; dkim=pass header.d=example.com"]
     assert authentication(values, "mail.example.com") is Authentication.PASS
     assert authentication(values, "mail.example.community") is Authentication.FAIL
+
+
+def test_an_oversized_header_is_not_parsed() -> None:
+    """authres is quadratic in the number of results; a header longer than any real one
+    is never handed to it: as the newest it fails, with authserv-ids it is skipped."""
+    huge = "mx; " + "; ".join(["dkim=pass header.d=example.com"] * 400)
+    assert authentication([huge], OWNER_DOMAIN) is Authentication.FAIL
+    ok = "mx; spf=fail smtp.mailfrom=alice@example.com"
+    assert authentication([huge, ok], OWNER_DOMAIN, ["mx"]) is Authentication.FAIL
+    assert authentication([huge], OWNER_DOMAIN, ["mx"]) is Authentication.ABSENT

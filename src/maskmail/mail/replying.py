@@ -40,8 +40,15 @@ async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) ->
     _refuse_unless_reply(decide_reply(route.address, facts, route.outside))
 
 
+# Longer than one line may be (RFC 5322 2.1.1); the address parser is quadratic on some
+# values and runs on the event loop, so a longer From is not parsed: it is refused.
+MAX_FROM = 998
+
+
 def _from_addresses(headers: Any) -> list[str] | None:
     """Every address in the From header(s); None when it cannot be read."""
+    if any(len(v) > MAX_FROM for k, v in headers.raw_items() if k.lower() == "from"):
+        return None
     try:
         found = [
             address.addr_spec
