@@ -323,3 +323,20 @@ def test_utf7_text_is_rewritten_not_mangled() -> None:
     raw = f"{_HEAD}Content-Type: text/plain; charset=utf-7\r\n\r\nhi alice+AEA-example.com\r\n"
     sent = _parsed(rewrite_reply(raw.encode(), REPLY))
     assert sent.get_content().strip() == f"hi {RELAY}"
+
+
+@pytest.mark.parametrize(
+    ("owner", "written"),
+    [
+        ("alice@bücher.example", "alice@xn--bcher-kva.example"),
+        ("alice@xn--bcher-kva.example", "Alice@BÜCHER.example"),
+        ("alice@bücher.example", "alice@BÜCHER.EXAMPLE"),
+    ],
+)
+def test_owner_domain_in_either_idn_form(owner: str, written: str) -> None:
+    raw = (
+        f"From: {owner}\r\nSubject: s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Transfer-Encoding: 8bit\r\n\r\nwrite to {written} or {owner}\r\n"
+    ).encode()
+    out = rewrite_reply(raw, dataclasses.replace(REPLY, owner_mailbox=owner))
+    assert _parsed(out).get_content().replace("\r\n", "\n") == f"write to {RELAY} or {RELAY}\n"

@@ -26,16 +26,32 @@ def _forms(char: str) -> str:
     return "(?:" + "|".join(forms) + ")"
 
 
-def mailbox_pattern(mailbox: str, *, bounded: bool = True) -> str:
-    """The regular expression (to compile with IGNORECASE) for ``mailbox``; the ``@``
-    is group ``at``. Bounded, it skips longer addresses that merely contain the mailbox
-    (``malice@x``, ``alice@x.evil``)."""
+def spellings(mailbox: str) -> list[str]:
+    """The mailbox with its domain as Unicode and as IDNA (``bücher`` is
+    ``xn--bcher-kva``): a client may write either."""
     local, _, domain = mailbox.rpartition("@")
-    core = (
-        "".join(_forms(c) for c in local)
-        + f"(?P<at>{_forms('@')})"
-        + "".join(_forms(c) for c in domain)
+    domains = {domain.lower()}
+    for codec, encode in (("idna", True), ("idna", False)):
+        try:
+            domains.add(
+                domain.encode(codec).decode("ascii")
+                if encode
+                else domain.encode("ascii").decode(codec)
+            )
+        except UnicodeError:
+            continue
+    return [f"{local}@{d.lower()}" for d in sorted(domains)]
+
+
+def mailbox_pattern(mailbox: str, *, bounded: bool = True) -> str:
+    """The regular expression (to compile with IGNORECASE) for ``mailbox`` in each of
+    its spellings; the ``@`` is group ``at``. Bounded, it skips longer addresses that
+    merely contain the mailbox (``malice@x``, ``alice@x.evil``)."""
+    local, _, _ = mailbox.rpartition("@")
+    domains = "|".join(
+        "".join(_forms(c) for c in spelling.rpartition("@")[2]) for spelling in spellings(mailbox)
     )
+    core = "".join(_forms(c) for c in local) + f"(?P<at>{_forms('@')})(?:{domains})"
     if not bounded:
         return core
     return rf"(?<![\w.+-]){core}(?![\w-]|\.[\w-])"
@@ -51,12 +67,13 @@ class Scrubber:
         self._anywhere = re.compile(mailbox_pattern(owner, bounded=False), re.IGNORECASE)
         # The address written plainly, for the final check: found with str.find (many
         # times faster than the patterns above), then its boundaries checked.
-        self._plain = owner.lower()
+        self._plain = [spelling.lower() for spelling in spellings(owner)]
         self._plain_bounded = re.compile(
-            rf"(?<![\w.+-]){re.escape(self._plain)}(?![\w-]|\.[\w-])", re.IGNORECASE
+            rf"(?<![\w.+-])(?:{'|'.join(map(re.escape, self._plain))})(?![\w-]|\.[\w-])",
+            re.IGNORECASE,
         )
         self._relay_local, _, self._relay_domain = relay.rpartition("@")
-        self.ascii = owner.isascii()
+        self.ascii = all(spelling.isascii() for spelling in spellings(owner))
 
     def text(self, value: str) -> str:
         return self._text.sub(
@@ -77,12 +94,13 @@ class Scrubber:
         """The address written plainly in ``value``, in any case; inside longer tokens
         too when not ``bounded``."""
         lowered = value.lower()
-        start = lowered.find(self._plain)
-        while start >= 0:
-            window = lowered[max(start - 1, 0) : start + len(self._plain) + 2]
-            if not bounded or self._plain_bounded.search(window):
-                return True
-            start = lowered.find(self._plain, start + 1)
+        for plain in self._plain:
+            start = lowered.find(plain)
+            while start >= 0:
+                window = lowered[max(start - 1, 0) : start + len(plain) + 2]
+                if not bounded or self._plain_bounded.search(window):
+                    return True
+                start = lowered.find(plain, start + 1)
         return False
 
     def found_in(self, value: bytes) -> bool:
