@@ -49,7 +49,7 @@ def _reply(
     reply["To"] = to
     reply["Cc"] = f"Owner Person <{owner}>"
     reply["Subject"] = f"Re: hello (from {owner})"
-    reply["Message-ID"] = "<reply-1@mail.example.com>"
+    reply["Message-ID"] = "<reply-1@mail.example.net>"
     reply["In-Reply-To"] = in_reply_to
     reply["References"] = f"<older@example.com> {in_reply_to}"
     reply["User-Agent"] = "Mail 1.0"
@@ -106,7 +106,7 @@ async def test_round_trip_hides_the_owner(relay: int, sink: Sink, masks: Masks) 
     assert str(sent["To"]) == OUTSIDE
     assert sent["In-Reply-To"] == original_id
     assert str(sent["References"]).split() == ["<older@example.com>", original_id]
-    assert sent["Message-ID"] == "<reply-1@mail.example.com>"
+    assert sent["Message-ID"] == "<reply-1@mail.example.net>"
     assert sent["Cc"] is None and sent["User-Agent"] is None
     assert mask.address in str(sent["Subject"])
     # The relay address took the owner's place, in each form the owner's address had.

@@ -340,3 +340,24 @@ def test_owner_domain_in_either_idn_form(owner: str, written: str) -> None:
     ).encode()
     out = rewrite_reply(raw, dataclasses.replace(REPLY, owner_mailbox=owner))
     assert _parsed(out).get_content().replace("\r\n", "\n") == f"write to {RELAY} or {RELAY}\n"
+
+
+@pytest.mark.parametrize(
+    ("msg_id", "masked"),
+    [
+        # A client such as Thunderbird names the owner's domain: half of their address.
+        ("<4f1c2a9e-77@example.com>", True),
+        ("<CAF=x@mail.EXAMPLE.com>", True),
+        ("<original@example.org>", False),
+        ("<x@notexample.com>", False),
+    ],
+)
+def test_message_ids_at_the_owners_domain_are_replaced(msg_id: str, masked: bool) -> None:
+    raw = f"{_HEAD}Message-ID: {msg_id}\r\nReferences: <a@example.org> {msg_id}\r\n\r\nhi\r\n"
+    sent = _parsed(rewrite_reply(raw.encode(), REPLY))
+    shown = str(sent["Message-ID"])
+    assert (shown != msg_id) is masked
+    # In References it may be the outside sender's own id, on the owner's provider.
+    assert str(sent["References"]).split() == ["<a@example.org>", msg_id]
+    if masked:
+        assert shown.endswith("@relay.test>") and "example.com" not in shown.lower()

@@ -139,20 +139,36 @@ def _masked_id(msg_id: str, domain: str) -> str:
     return f"<{digest.hexdigest()[:32]}@{domain}>"
 
 
-def _scrub_ids(message: Message, scrub: Scrubber, domain: str) -> None:
-    """Ids such as ``<1700000000.alice@example.com>``: the owner's address inside a
-    longer token, which the address scrub rightly leaves alone elsewhere."""
+def _points_at_owner(msg_id: str, scrub: Scrubber, owner_domain: str | None) -> bool:
+    if scrub.seen_in(msg_id):
+        return True
+    if owner_domain is None:
+        return False
+    right = msg_id.strip().strip("<>").rpartition("@")[2].strip().lower()
+    return right == owner_domain or right.endswith("." + owner_domain)
+
+
+def _scrub_ids(message: Message, scrub: Scrubber, owner: str, domain: str) -> None:
+    """Ids that point at the owner are replaced, by the same id each time, so threads
+    hold: any that holds their address, and the reply's own id when it sits at their
+    domain (Thunderbird takes it from the sender's address: half of it, for a domain of
+    one's own). Ids in In-Reply-To and References at that domain may be the outside
+    sender's own (both on one provider), so they stay."""
     for name in _ID_HEADERS:
         value = message.get(name)
-        if value is None or not scrub.seen_in(str(value)):
+        if value is None:
             continue
-        cleaned = _MSG_ID.sub(
-            lambda m: _masked_id(m.group(), domain) if scrub.seen_in(m.group()) else m.group(),
-            str(value),
-        )
+        text = str(value)
+        by_domain = owner.rpartition("@")[2].lower() if name == "message-id" else None
+        ids = [m.group() for m in _MSG_ID.finditer(text)]
+        cleaned = text
+        for found in ids:
+            if _points_at_owner(found, scrub, by_domain):
+                cleaned = cleaned.replace(found, _masked_id(found, domain))
         if scrub.seen_in(cleaned):
             cleaned = _masked_id(cleaned, domain)
-        message.replace_header(name, cleaned)
+        if cleaned != text:
+            message.replace_header(name, cleaned)
 
 
 def _scrub_headers(part: Message, scrub: Scrubber) -> None:
@@ -171,7 +187,7 @@ def rewrite_reply(raw: bytes, reply: Reply) -> bytes:
         assert isinstance(message, EmailMessage)
         for name in {key.lower() for key in message} - KEPT:
             del message[name]
-        _scrub_ids(message, scrub, reply.domain)
+        _scrub_ids(message, scrub, reply.owner_mailbox, reply.domain)
         for part in message.walk():
             _scrub_params(part, scrub)
             if part is not message:
