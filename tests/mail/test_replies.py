@@ -425,3 +425,13 @@ async def test_reply_to_our_own_address_is_refused_not_looped(
     assert "loop" in text
     assert len(sink.messages) == 1
     assert await mask.counters() == counts(forwarded=1)
+
+
+async def test_alias_of_a_deleted_address_is_gone(relay: int, sink: Sink, masks: Masks) -> None:
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    response = await mask.api.delete(f"/v3/relay/addresses/{mask.address_id}", headers=mask.headers)
+    assert response.status_code == 204
+    code, text = await _refused_at_rcpt(relay, mask.owner, alias, _reply(mask.owner, alias))
+    assert (code, text[:5]) == (550, "5.1.1")
+    assert len(sink.messages) == 1

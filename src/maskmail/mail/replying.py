@@ -3,6 +3,7 @@ outside sender the alias stands for. Only the owner may; nobody else learns anyt
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -92,7 +93,10 @@ async def reply(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) -> N
     log.info("reply through address %d: %s", route.address.id, verdict.action)
     _refuse_unless_reply(verdict)
     relay = route.address.full_address
-    message = rewrite_reply(
+    # Parsing and rewriting a large reply takes seconds of CPU: in a thread, so the
+    # event loop keeps serving other sessions meanwhile.
+    message = await asyncio.to_thread(
+        rewrite_reply,
         raw,
         Reply(
             owner_mailbox=route.owner_mailbox,
