@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from maskmail.core import senders
@@ -19,6 +20,9 @@ from maskmail.store import mailflow
 from maskmail.store.engine import transaction
 
 log = logging.getLogger(__name__)
+# Threads of their own: the default executor also resolves host names, and must never
+# wait behind rewrites (nor they behind it).
+_REWRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reply-rewrite")
 
 
 async def _route(ctx: MailContext, mailbox: Mailbox) -> mailflow.ReplyRoute:
@@ -95,7 +99,8 @@ async def reply(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) -> N
     relay = route.address.full_address
     # Parsing and rewriting a large reply takes seconds of CPU: in a thread, so the
     # event loop keeps serving other sessions meanwhile.
-    message = await asyncio.to_thread(
+    message = await asyncio.get_running_loop().run_in_executor(
+        _REWRITERS,
         rewrite_reply,
         raw,
         Reply(
