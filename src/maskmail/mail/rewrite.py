@@ -95,7 +95,7 @@ def _addresses(headers: EmailMessage, name: str) -> list[Address]:
         return []
     try:
         found = list(getattr(headers.get(name), "addresses", ()))
-    except (HeaderParseError, IndexError, ValueError, TypeError, RecursionError):
+    except (HeaderParseError, IndexError, ValueError, TypeError, AttributeError, RecursionError):
         return []
     return [address for address in found if isinstance(address, Address)]
 
