@@ -78,7 +78,10 @@ def test_authserv_ids_pick_the_trusted_hosts_headers() -> None:
     ]
     assert authentication(values, OWNER_DOMAIN, ["mx.relay.test"]) is Authentication.FAIL
     assert authentication(values[:2], OWNER_DOMAIN, ["mx.relay.test"]) is Authentication.ABSENT
-    passing = [*values, "mx.relay.test; dkim=pass header.d=example.com"]
+    # A pass the sender forged with the relay's own id, below the relay's header, loses.
+    forged = [*values, "mx.relay.test; dkim=pass header.d=example.com"]
+    assert authentication(forged, OWNER_DOMAIN, ["mx.relay.test"]) is Authentication.FAIL
+    passing = ["mx.relay.test; dkim=pass header.d=example.com", *values]
     assert authentication(passing, OWNER_DOMAIN, ["mx.relay.test"]) is Authentication.PASS
 
 
@@ -86,3 +89,13 @@ def test_a_parent_domain_signs_for_its_subdomain() -> None:
     values = ["mx; dkim=pass header.d=example.com"]
     assert authentication(values, "mail.example.com") is Authentication.PASS
     assert authentication(values, "mail.example.community") is Authentication.FAIL
+
+
+def test_an_oversized_header_is_not_parsed() -> None:
+    """authres is quadratic in the number of results; a header longer than any real one
+    is never handed to it: as the newest it fails, with authserv-ids it is skipped."""
+    huge = "mx; " + "; ".join(["dkim=pass header.d=example.com"] * 400)
+    assert authentication([huge], OWNER_DOMAIN) is Authentication.FAIL
+    ok = "mx; spf=fail smtp.mailfrom=alice@example.com"
+    assert authentication([huge, ok], OWNER_DOMAIN, ["mx"]) is Authentication.FAIL
+    assert authentication([huge], OWNER_DOMAIN, ["mx"]) is Authentication.ABSENT

@@ -6,12 +6,13 @@ import dataclasses
 
 import pytest
 
-from maskmail.core.errors import AddressDisabled, NotOwner, RelayDenied
+from maskmail.core.errors import AddressDisabled, NotOwner, RelayDenied, ReplyLoops
 from maskmail.core.records import RelayAddress
 from maskmail.core.senders import Authentication
 from maskmail.core.verdict import (
     DISABLED,
     FORGED_FROM,
+    LOOPS,
     NOT_AUTHENTICATED,
     NOT_OWNER,
     Action,
@@ -134,3 +135,34 @@ def test_reply_refusals(
     assert (verdict.action, verdict.refusal, verdict.reason) == (Action.REFUSE, refusal, reason)
     assert verdict.target is None
     assert verdict.counters == ()
+
+
+@pytest.mark.parametrize(
+    ("outside", "loops"),
+    [
+        ("r.aaaaaaaaaaaaaaaaaaaaaaaa@relay.test", True),
+        ("R.AAAAAAAAAAAAAAAAAAAAAAAA@RELAY.TEST.", True),
+        ("r.aaaaaaaaaaaaaaaaaaaaaaaa@sub.relay.test", True),
+        ("abcdefgh@relay.test", True),
+        ("ABCDEFGH@Relay.Test.", True),
+        # Another relay address is another person on this relay: that is a conversation.
+        ("zzzzzzzz@relay.test", False),
+        ("r.aaaaaaaaaaaaaaaaaaaaaaaa@example.org", False),
+        ("abcdefgh@relay.test.example.org", False),
+        (OUTSIDE, False),
+    ],
+)
+def test_reply_to_our_own_addresses_would_loop(outside: str, loops: bool) -> None:
+    facts = ReplyFacts(envelope_is_owner=True, header_is_owner=True)
+    verdict = decide_reply(make_address(), facts, outside)
+    if loops:
+        assert (verdict.action, verdict.refusal, verdict.reason) == (
+            Action.REFUSE,
+            ReplyLoops,
+            LOOPS,
+        )
+    else:
+        assert verdict.action is Action.REPLY
+    # A stranger still learns nothing more than that they are not the owner.
+    stranger = decide_reply(make_address(), ReplyFacts(envelope_is_owner=False), outside)
+    assert stranger.reason == NOT_OWNER

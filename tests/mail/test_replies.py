@@ -49,7 +49,7 @@ def _reply(
     reply["To"] = to
     reply["Cc"] = f"Owner Person <{owner}>"
     reply["Subject"] = f"Re: hello (from {owner})"
-    reply["Message-ID"] = "<reply-1@mail.example.com>"
+    reply["Message-ID"] = "<reply-1@mail.example.net>"
     reply["In-Reply-To"] = in_reply_to
     reply["References"] = f"<older@example.com> {in_reply_to}"
     reply["User-Agent"] = "Mail 1.0"
@@ -106,7 +106,7 @@ async def test_round_trip_hides_the_owner(relay: int, sink: Sink, masks: Masks) 
     assert str(sent["To"]) == OUTSIDE
     assert sent["In-Reply-To"] == original_id
     assert str(sent["References"]).split() == ["<older@example.com>", original_id]
-    assert sent["Message-ID"] == "<reply-1@mail.example.com>"
+    assert sent["Message-ID"] == "<reply-1@mail.example.net>"
     assert sent["Cc"] is None and sent["User-Agent"] is None
     assert mask.address in str(sent["Subject"])
     # The relay address took the owner's place, in each form the owner's address had.
@@ -184,14 +184,19 @@ async def test_spoofed_from_with_mismatched_envelope(relay: int, sink: Sink, mas
     assert code == 550
     # The envelope says owner; the From header does not, or names two authors.
     for author in ("mallory@example.net", f"{mask.owner}, mallory@example.net"):
-        data = _reply(mask.owner, alias).replace(
-            f"From: Owner Person <{mask.owner}>".encode(), f"From: {author}".encode()
-        )
-        assert f"From: {author}".encode() in data
-        code, text = await _refused_at_data(relay, mask.owner, alias, data)
-        assert (code, text[:5]) == (550, "5.7.1")
+        await _refused_for_from(relay, mask, alias, author)
     assert len(sink.messages) == 1
     assert await mask.counters() == counts(forwarded=1)
+
+
+async def _refused_for_from(relay: int, mask: Mask, alias: str, author: str) -> None:
+    """The owner's envelope with this From header: refused after DATA as not the owner."""
+    data = _reply(mask.owner, alias).replace(
+        f"From: Owner Person <{mask.owner}>".encode(), f"From: {author}".encode()
+    )
+    assert f"From: {author}".encode() in data
+    code, text = await _refused_at_data(relay, mask.owner, alias, data)
+    assert (code, text[:5]) == (550, "5.7.1")
 
 
 def _auth(results: str) -> str:
@@ -351,3 +356,106 @@ async def test_concurrent_replies_count_exactly(relay: int, sink: Sink, masks: M
     assert results == [{}] * 12
     assert len(sink.messages) == 13
     assert await mask.counters() == counts(forwarded=1, replied=12)
+
+
+@pytest.mark.parametrize(
+    "author",
+    [
+        "(" * 3000 + ")" * 3000 + " {owner}",  # the address parser recursed past its limit
+        '"' * 20_000 + " {owner}",  # and was quadratic here, on the event loop
+    ],
+)
+async def test_hostile_from_with_the_owners_envelope_is_refused(
+    relay: int, sink: Sink, masks: Masks, author: str
+) -> None:
+    # Anyone can write the owner's address as MAIL FROM; the From header is then all
+    # that is parsed, and an unreadable one is a refusal, not a 451 or a stalled server.
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    value = author.format(owner=mask.owner)
+    folded = "\r\n ".join(value[i : i + 900] for i in range(0, len(value), 900))
+    data = _reply(mask.owner, alias).replace(
+        f"From: Owner Person <{mask.owner}>".encode(), f"From: {folded}".encode()
+    )
+    code, text = await _refused_at_data(relay, mask.owner, alias, data)
+    assert (code, text[:5]) == (550, "5.7.1")
+    assert len(sink.messages) == 1
+
+
+@pytest.mark.parametrize(
+    "author",
+    [
+        # The email package raises AttributeError on these; the answer must still be 550.
+        'x:@:/f;\\"d/ c',
+        "x.: /h.i\\@<>.m>n=?utf-8?q?a?=asmtp\\",
+        "=?utf-8?q?{owner_encoded}?=",
+        "{owner}, {owner}",
+        "group: {owner};, mallory@example.net",
+        # Longer than a line may be: not parsed, since the parser is quadratic on some.
+        "{long} <{owner}>",
+    ],
+)
+async def test_unreadable_or_doubtful_from_is_refused(
+    relay: int, sink: Sink, masks: Masks, author: str
+) -> None:
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    value = author.format(
+        owner=mask.owner,
+        owner_encoded=mask.owner.replace("@", "=40"),
+        long=("name " * 14 + "\r\n ") * 15,
+    )
+    await _refused_for_from(relay, mask, alias, value)
+    assert len(sink.messages) == 1
+    assert await mask.counters() == counts(forwarded=1)
+
+
+async def test_reply_that_cannot_be_scrubbed_is_refused_over_smtp(
+    relay: int, sink: Sink, masks: Masks
+) -> None:
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    card = base64.encodebytes(f"BEGIN:VCARD\r\nEMAIL:{mask.owner}\r\nEND:VCARD\r\n".encode())
+    data = (
+        (
+            f"From: {mask.owner}\r\nTo: {alias}\r\nSubject: my card\r\nMIME-Version: 1.0\r\n"
+            "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+            "Content-Type: text/plain\r\n\r\nattached\r\n--b\r\n"
+            "Content-Type: application/octet-stream; name=card.vcf\r\n"
+            "Content-Transfer-Encoding: base64\r\n\r\n"
+        ).encode()
+        + card.replace(b"\n", b"\r\n")
+        + b"--b--\r\n"
+    )
+    code, text = await _refused_at_data(relay, mask.owner, alias, data)
+    assert (code, text[:5]) == (550, "5.6.0")
+    assert len(sink.messages) == 1
+    assert await mask.counters() == counts(forwarded=1)
+
+
+@pytest.mark.parametrize("reply_to", ["r.{token}@relay.test", "{relay}", "{relay_upper}"])
+async def test_reply_to_our_own_address_is_refused_not_looped(
+    relay: int, sink: Sink, masks: Masks, reply_to: str
+) -> None:
+    """A sender whose Reply-To is a reverse alias, or the relay address itself: the reply
+    could only come back to maskmail, so it is refused with a reason, and nothing is sent."""
+    mask = await masks.make()
+    target = reply_to.format(token="a" * 24, relay=mask.address, relay_upper=mask.address.upper())
+    incoming = message(to=mask.address, extra=f"Reply-To: {target}\r\n")
+    assert await send_async(relay, OUTSIDE, [mask.address], incoming) == {}
+    alias = str(message_from_bytes(sink.messages[-1].data, policy=policy.default)["Reply-To"])
+    code, text = await _refused_at_rcpt(relay, mask.owner, alias, _reply(mask.owner, alias))
+    assert (code, text[:5]) == (550, "5.7.1")
+    assert "loop" in text
+    assert len(sink.messages) == 1
+    assert await mask.counters() == counts(forwarded=1)
+
+
+async def test_alias_of_a_deleted_address_is_gone(relay: int, sink: Sink, masks: Masks) -> None:
+    mask = await masks.make()
+    alias, _ = await _alias(relay, sink, mask)
+    response = await mask.api.delete(f"/v3/relay/addresses/{mask.address_id}", headers=mask.headers)
+    assert response.status_code == 204
+    code, text = await _refused_at_rcpt(relay, mask.owner, alias, _reply(mask.owner, alias))
+    assert (code, text[:5]) == (550, "5.1.1")
+    assert len(sink.messages) == 1

@@ -53,6 +53,20 @@ def test_origin_falls_back_to_the_envelope(block: bytes) -> None:
     assert author_of(block)[1:] == ("env@example.org", "env@example.org")
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        b'"' * 5000,  # quadratic in the standard library's parser
+        b"(" * 600 + b")" * 600 + b" a@example.com",  # one recursion per nested comment
+        b", ".join(b"a%d@example.com" % i for i in range(200)),
+    ],
+)
+def test_oversized_or_deep_author_headers_fall_back(value: bytes) -> None:
+    folded = b"\r\n ".join(value[i : i + 500] for i in range(0, len(value), 500))
+    block = b"From: " + folded + b"\r\nReply-To: " + folded + b"\r\n"
+    assert author_of(block) == ("", "env@example.org", "env@example.org")
+
+
 def test_origin_skips_undecodable_addresses() -> None:
     block = "From: Zoë <zo\udcffe@example.com>\r\n".encode("utf-8", "surrogateescape")
     assert author_of(block)[1] == "env@example.org"
@@ -132,3 +146,10 @@ def test_rewrite_verdicts_and_reply_to() -> None:
     assert marked.get_all("X-Spam-Flag") == ["YES"]
     anonymous = message_from_bytes(rewritten(reverse_alias=None), policy=policy.default)
     assert anonymous["Reply-To"] is None
+
+
+def test_rewrite_leaves_no_stray_line_break_or_nul_in_headers() -> None:
+    raw = b"Subject: a\x00b\r\n c\r\n d\r\n\r\nbody\r\n"
+    fields = [("Subject", "a\x00b\r\n c\r d\n\r\n\t\r\nTo: x@example.org")]
+    out = rewrite(raw, fields, origin(parse_headers(b""), "e@example.org"), forward())
+    assert b"\r\nSubject: a b\r\n c\r\n d\r\n To: x@example.org\r\n\r\nbody\r\n" in out

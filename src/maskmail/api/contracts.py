@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from maskmail.api.docs import errors_for
-from maskmail.api.errors import describe, field_errors
+from maskmail.api.errors import describe, field_errors, is_undecodable_body, undecodable_body
 from maskmail.core.errors import MaskmailError
 
 log = logging.getLogger("maskmail.api")
@@ -62,6 +62,8 @@ def contract_errors(
 
 
 def _failure(exc: Exception) -> Failure:
+    if is_undecodable_body(exc):
+        exc = undecodable_body()
     if isinstance(exc, MaskmailError):
         status, _, headers = describe(exc)
         field = exc.details.get("field")

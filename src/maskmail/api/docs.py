@@ -39,6 +39,32 @@ def errors_for(
 
 SchemaPatch = Callable[[dict[str, Any]], None]
 
+ADDRESSES = "/v3/relay/addresses"
+ONE_ADDRESS = "/v3/relay/addresses/{address_id}"
+LINK_NAMES = {
+    "get": "ReadAddress",
+    "patch": "PatchAddress",
+    "put": "PutAddress",
+    "delete": "DeleteAddress",
+}
+
+
+def link_created_address(schema: dict[str, Any]) -> None:
+    """OpenAPI links from a created address to the operations on it by id, so that
+    clients and stateful testers (schemathesis) know where the new ``id`` goes."""
+    paths = schema.get("paths", {})
+    created = paths.get(ADDRESSES, {}).get("post", {}).get("responses", {}).get("200")
+    if created is None:
+        return
+    links = created.setdefault("links", {})
+    for method, operation in paths.get(ONE_ADDRESS, {}).items():
+        if method in LINK_NAMES:
+            links[LINK_NAMES[method]] = {
+                "operationId": operation["operationId"],
+                "parameters": {"address_id": "$response.body#/id"},
+                "description": f"{method.upper()} the address just created, by its id.",
+            }
+
 
 def install(app: FastAPI, patches: Sequence[SchemaPatch] = ()) -> None:
     """Replace FastAPI's default 422 schema, which our handlers never send, and apply
@@ -74,6 +100,7 @@ def install(app: FastAPI, patches: Sequence[SchemaPatch] = ()) -> None:
             },
         }
         schema["security"] = [{"apiKey": []}]
+        link_created_address(schema)
         for patch in patches:
             patch(schema)
         app.openapi_schema = schema

@@ -101,8 +101,21 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
     )
 
 
+def is_undecodable_body(exc: Exception) -> bool:
+    """FastAPI's 400 for a body it cannot decode (bytes that are not UTF-8): our routes
+    raise no 400 of their own."""
+    return isinstance(exc, StarletteHTTPException) and exc.status_code == 400
+
+
+def undecodable_body() -> RequestValidationError:
+    """That body as what it is, one that is not a JSON object: a 422, as documented."""
+    return RequestValidationError([{"type": "json_invalid", "loc": ("body",), "msg": "not JSON"}])
+
+
 async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    if is_undecodable_body(exc):
+        return await on_validation_error(request, undecodable_body())
     code = HTTP_CODES.get(exc.status_code, "http_error")
     message = exc.detail if isinstance(exc.detail, str) else "request failed"
     return error_response(exc.status_code, code, message, headers=exc.headers)

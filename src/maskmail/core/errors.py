@@ -85,6 +85,10 @@ class AddressDisabled(RelayDenied):
     """The relay address is disabled, so nothing is sent through it either."""
 
 
+class ReplyLoops(RelayDenied):
+    """A reply to one of our own reverse aliases or to the relay address itself."""
+
+
 class Unrewritable(MaskmailError):
     """A reply whose owner's address could not be removed with certainty; not sent."""
 

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from maskmail.core.errors import AddressDisabled, NotOwner, RelayDenied
+from maskmail.core import reverse
+from maskmail.core.envelope import parse_mailbox
+from maskmail.core.errors import AddressDisabled, MaskmailError, NotOwner, RelayDenied, ReplyLoops
 from maskmail.core.records import RelayAddress
 from maskmail.core.senders import Authentication
 
@@ -100,6 +102,22 @@ NOT_OWNER = "Only the owner of this relay address may send through it"
 FORGED_FROM = "The From header is not the owner's address"
 NOT_AUTHENTICATED = "SPF and DKIM did not pass for the owner's domain"
 DISABLED = "This relay address is disabled; enable it to reply through it"
+LOOPS = "This reverse alias stands for an address of this relay; a reply would loop"
+
+
+def _loops(address: RelayAddress, outside: str) -> bool:
+    """The outside sender is a reverse alias of ours, or this relay address itself: the
+    reply could only come back here, from the relay address, and be refused or returned."""
+    try:
+        mailbox = parse_mailbox(outside)
+    except MaskmailError:
+        return False
+    relay_domain = address.domain.lower()
+    if mailbox.domain != relay_domain and not mailbox.domain.endswith("." + relay_domain):
+        return False
+    return reverse.is_alias_local(mailbox.local) or str(mailbox).lower() == (
+        address.full_address.lower()
+    )
 
 
 def decide_reply(address: RelayAddress, facts: ReplyFacts, outside: str) -> Verdict:
@@ -116,4 +134,6 @@ def decide_reply(address: RelayAddress, facts: ReplyFacts, outside: str) -> Verd
         return Verdict(Action.REFUSE, NOT_AUTHENTICATED, refusal=NotOwner)
     if not address.enabled:
         return Verdict(Action.REFUSE, DISABLED, refusal=AddressDisabled)
+    if _loops(address, outside):
+        return Verdict(Action.REFUSE, LOOPS, refusal=ReplyLoops)
     return Verdict(Action.REPLY, "a reply from the owner", target=outside)

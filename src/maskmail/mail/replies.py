@@ -14,6 +14,7 @@ from maskmail.core.errors import (
     MaskmailError,
     NotOwner,
     RelayDenied,
+    ReplyLoops,
     StoreUnavailable,
     Unrewritable,
 )
@@ -41,6 +42,7 @@ _TABLE: dict[type[MaskmailError], str] = {
 _WITH_REASON: dict[type[MaskmailError], str] = {
     NotOwner: "550 5.7.1",
     AddressDisabled: "550 5.7.1",
+    ReplyLoops: "550 5.7.1",
 }
 
 

@@ -8,6 +8,8 @@ What cannot be rewritten with certainty is refused, never sent half-scrubbed.
 from __future__ import annotations
 
 import base64
+import functools
+import hashlib
 import quopri
 import re
 import secrets
@@ -16,9 +18,13 @@ from datetime import datetime
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
-from email.utils import format_datetime, formataddr
+from email.utils import encode_rfc2231, format_datetime, formataddr, quote
 
 from maskmail.core.errors import Unrewritable
+from maskmail.mail.reply_check import refuse_if_visible
+from maskmail.mail.scrub import Scrubber
+
+__all__ = ["KEPT", "Reply", "Scrubber", "rewrite_reply"]
 
 # Headers the recipient needs to read, thread and unpack the reply. Everything else
 # (Received, DKIM signatures, User-Agent, X-Originating-IP, Cc, Reply-To...) could
@@ -32,13 +38,14 @@ KEPT = frozenset(
         "keywords", "comments", "auto-submitted",
     }
 )  # fmt: skip
-# How "@" appears in text and HTML: plain, as an HTML character reference, in a URL.
-_AT_FORMS = ("@", "&#64;", "&#x40;", "%40")
-_WIDE_CHARSETS = ("utf-16", "utf-32", "utf_16", "utf_32")
 # Transfer encodings a part can be written back in; anything else is left alone, and
 # refused if the owner's address is inside.
 _WRITABLE = frozenset({"7bit", "8bit", "binary", "quoted-printable", "base64"})
 _POLICY = policy.default.clone(linesep="\r\n")
+_PRINTABLE = bytes(range(32, 127))
+_PARAM_HEADERS = ("content-type", "content-disposition")
+_ID_HEADERS = ("message-id", "in-reply-to", "references")
+_MSG_ID = re.compile(r"<[^<>]*>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,31 +61,6 @@ class Reply:
     when: datetime
 
 
-class Scrubber:
-    """Replaces one mailbox by another wherever it appears as an address, in any case."""
-
-    def __init__(self, owner: str, relay: str) -> None:
-        local, _, domain = owner.rpartition("@")
-        forms = "|".join(re.escape(form) for form in _AT_FORMS)
-        # Not part of a longer address: "malice@x" and "alice@x.evil" are other mailboxes.
-        core = rf"(?<![\w.+-]){re.escape(local)}({forms}){re.escape(domain)}(?![\w-]|\.[\w-])"
-        self._text = re.compile(core, re.IGNORECASE)
-        self._bytes = re.compile(core.encode("utf-8"), re.IGNORECASE)
-        self._relay_local, _, self._relay_domain = relay.rpartition("@")
-
-    def text(self, value: str) -> str:
-        return self._text.sub(
-            lambda m: f"{self._relay_local}{m.group(1)}{self._relay_domain}", value
-        )
-
-    def data(self, value: bytes) -> bytes:
-        local, domain = self._relay_local.encode(), self._relay_domain.encode()
-        return self._bytes.sub(lambda m: local + m.group(1) + domain, value)
-
-    def found_in(self, value: bytes) -> bool:
-        return self._bytes.search(value) is not None
-
-
 def _set_payload(part: Message, data: bytes) -> None:
     """Put decoded bytes back in the part's own transfer encoding."""
     encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
@@ -90,29 +72,103 @@ def _set_payload(part: Message, data: bytes) -> None:
         part.set_payload(data.decode("ascii", "surrogateescape"))
 
 
+@functools.cache
+def _ascii_compatible(charset: str) -> bool:
+    """Whether ASCII text is the same bytes in ``charset`` (not so in UTF-7, UTF-16,
+    EBCDIC). A charset Python does not know is read as ASCII, as most readers would."""
+    try:
+        return _PRINTABLE.decode(charset) == _PRINTABLE.decode("ascii")
+    except LookupError:
+        return True
+    except UnicodeError:
+        return False
+
+
+def _scrub_text(data: bytes, charset: str, scrub: Scrubber) -> bytes:
+    if scrub.ascii and _ascii_compatible(charset):
+        return scrub.data(data)
+    # Undeclared 8-bit bytes ride along in an ASCII-compatible charset; elsewhere a
+    # byte that does not decode means the part cannot be read with certainty.
+    errors = "surrogateescape" if _ascii_compatible(charset) else "strict"
+    try:
+        return scrub.text(data.decode(charset, errors)).encode(charset, errors)
+    except (UnicodeError, LookupError) as exc:
+        raise Unrewritable("a text part could not be decoded") from exc
+
+
 def _scrub_payload(part: Message, scrub: Scrubber) -> None:
     if part.is_multipart():
         return
     encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
     if part.get_content_maintype() != "text" and encoding == "base64":
-        return  # a binary attachment; the final check catches an address left in clear
+        return  # a binary attachment; the final check refuses it if the address shows
     data = part.get_payload(decode=True)
     if not isinstance(data, bytes):
         return
-    charset = str(part.get_content_charset() or "us-ascii").lower()
-    if charset.startswith(_WIDE_CHARSETS):
-        try:
-            changed = scrub.text(data.decode(charset)).encode(charset)
-        except (UnicodeError, LookupError) as exc:
-            raise Unrewritable("a text part could not be decoded") from exc
-    else:
-        # The address is ASCII, and so is every other charset's ASCII range.
-        changed = scrub.data(data)
+    changed = _scrub_text(data, str(part.get_content_charset() or "us-ascii").lower(), scrub)
     if changed == data:
         return
     if encoding not in _WRITABLE:
         raise Unrewritable(f"a part in the {encoding!r} transfer encoding holds the address")
     _set_payload(part, changed)
+
+
+def _scrub_params(part: Message, scrub: Scrubber) -> None:
+    """MIME parameters as the reader decodes them (RFC 2231 encoded and continued), such
+    as an attachment named after the owner: written again when they hold the address."""
+    for name in _PARAM_HEADERS:
+        header = part.get(name)
+        params = dict(getattr(header, "params", None) or {})
+        if not any(scrub.seen_in(str(value)) for value in params.values()):
+            continue
+        main = getattr(header, "content_type", None) or getattr(header, "content_disposition", "")
+        items = [str(main)]
+        for key, value in params.items():
+            value = scrub.everywhere(str(value))
+            if value.isascii():
+                items.append(f'{key}="{quote(value)}"')
+            else:
+                items.append(f"{key}*={encode_rfc2231(value, 'utf-8')}")
+        part.replace_header(name, "; ".join(items))
+
+
+def _masked_id(msg_id: str, domain: str) -> str:
+    """A message id that does not show the owner's address; the same one for the same
+    id, so the outside side's threads hold across replies."""
+    digest = hashlib.sha256(msg_id.strip().lower().encode("utf-8", "surrogateescape"))
+    return f"<{digest.hexdigest()[:32]}@{domain}>"
+
+
+def _points_at_owner(msg_id: str, scrub: Scrubber, owner_domain: str | None) -> bool:
+    if scrub.seen_in(msg_id):
+        return True
+    if owner_domain is None:
+        return False
+    right = msg_id.strip().strip("<>").rpartition("@")[2].strip().lower()
+    return right == owner_domain or right.endswith("." + owner_domain)
+
+
+def _scrub_ids(message: Message, scrub: Scrubber, owner: str, domain: str) -> None:
+    """Ids that point at the owner are replaced, by the same id each time, so threads
+    hold: any that holds their address, and the reply's own id when it sits at their
+    domain (Thunderbird takes it from the sender's address: half of it, for a domain of
+    one's own). Ids in In-Reply-To and References at that domain may be the outside
+    sender's own (both on one provider), so they stay."""
+    for name in _ID_HEADERS:
+        value = message.get(name)
+        if value is None:
+            continue
+        text = str(value)
+        by_domain = owner.rpartition("@")[2].lower() if name == "message-id" else None
+        ids = [m.group() for m in _MSG_ID.finditer(text)]
+        cleaned = text
+        for found in ids:
+            if _points_at_owner(found, scrub, by_domain):
+                cleaned = cleaned.replace(found, _masked_id(found, domain))
+        if scrub.seen_in(cleaned):
+            cleaned = _masked_id(cleaned, domain)
+        if cleaned != text:
+            message.replace_header(name, cleaned)
 
 
 def _scrub_headers(part: Message, scrub: Scrubber) -> None:
@@ -131,7 +187,9 @@ def rewrite_reply(raw: bytes, reply: Reply) -> bytes:
         assert isinstance(message, EmailMessage)
         for name in {key.lower() for key in message} - KEPT:
             del message[name]
+        _scrub_ids(message, scrub, reply.owner_mailbox, reply.domain)
         for part in message.walk():
+            _scrub_params(part, scrub)
             if part is not message:
                 _scrub_headers(part, scrub)
             _scrub_payload(part, scrub)
@@ -149,12 +207,14 @@ def rewrite_reply(raw: bytes, reply: Reply) -> bytes:
         if "date" not in message:
             message["Date"] = format_datetime(reply.when)
         out = message.as_bytes(policy=_POLICY)
+        # Byte by byte too: a reader that ignores the charset sees ASCII as ASCII.
+        if scrub.found_in(out):
+            raise Unrewritable("the owner's address is still in the reply")
+        refuse_if_visible(BytesParser(policy=policy.default).parsebytes(out), scrub)
     except Unrewritable:
         raise
     except Exception as exc:
         # The email package can fail in many ways on hostile input (deep nesting, broken
         # headers); each means the same: this reply cannot be sent safely.
         raise Unrewritable("the reply could not be parsed and rewritten") from exc
-    if scrub.found_in(out):
-        raise Unrewritable("the owner's address is still in the reply")
     return out

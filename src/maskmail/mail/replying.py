@@ -3,7 +3,9 @@ outside sender the alias stands for. Only the owner may; nobody else learns anyt
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from maskmail.core import senders
@@ -18,6 +20,9 @@ from maskmail.store import mailflow
 from maskmail.store.engine import transaction
 
 log = logging.getLogger(__name__)
+# Threads of their own: the default executor also resolves host names, and must never
+# wait behind rewrites (nor they behind it).
+_REWRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reply-rewrite")
 
 
 async def _route(ctx: MailContext, mailbox: Mailbox) -> mailflow.ReplyRoute:
@@ -41,14 +46,19 @@ async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) ->
 
 
 def _from_addresses(headers: Any) -> list[str] | None:
-    """Every address in the From header(s); None when it cannot be read."""
+    """Every address in the From header(s); None when it cannot be read, or is too long
+    to parse safely (see ``rewrite.MAX_ADDRESS_HEADER``)."""
+    raw = [value for name, value in headers.raw_items() if name.lower() == "from"]
+    if any(len(value) > rewrite.MAX_ADDRESS_HEADER for value in raw):
+        return None
     try:
         found = [
             address.addr_spec
             for header in headers.get_all("from") or []
             for address in getattr(header, "addresses", ())
         ]
-    except (ValueError, IndexError, TypeError):
+    except (ValueError, IndexError, TypeError, AttributeError, RecursionError):
+        # The email package's address parser raises all of these on hostile headers.
         return None
     return found
 
@@ -84,7 +94,11 @@ async def reply(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) -> N
     log.info("reply through address %d: %s", route.address.id, verdict.action)
     _refuse_unless_reply(verdict)
     relay = route.address.full_address
-    message = rewrite_reply(
+    # Parsing and rewriting a large reply takes seconds of CPU: in a thread, so the
+    # event loop keeps serving other sessions meanwhile.
+    message = await asyncio.get_running_loop().run_in_executor(
+        _REWRITERS,
+        rewrite_reply,
         raw,
         Reply(
             owner_mailbox=route.owner_mailbox,

@@ -34,8 +34,12 @@ ALLOWLIST = frozenset(
     }
 )  # fmt: skip
 MAX_DISPLAY = 200
+# From or Reply-To values longer than one line (RFC 5322 2.1.1) are not parsed (see
+# _addresses); real ones are far shorter.
+MAX_ADDRESS_HEADER = 1000
 _UNSAFE_TOKEN = re.compile(r"[^A-Za-z0-9.\-\[\]:_]")
 _BLANK_LINE = re.compile(rb"\r?\n\r?\n")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 Fields = list[tuple[str, str]]
 
@@ -79,18 +83,26 @@ def header_fields(headers: EmailMessage) -> Fields:
     return [(name, str(value)) for name, value in headers.raw_items()]
 
 
-def _addresses(headers: EmailMessage, name: str) -> list[object]:
-    """The header's addresses, parsed once (each ``get`` parses the header anew)."""
-    try:
-        header = headers.get(name)
-        return list(getattr(header, "addresses", ()))
-    except (HeaderParseError, IndexError, ValueError, TypeError):
+def _addresses(headers: EmailMessage, name: str) -> list[Address]:
+    """The addresses of one header, or none when it is unparseable or too long to parse.
+
+    The standard library's address parser is quadratic on some inputs (a long run of
+    quotes took 38 s) and recursive on nested comments, and it runs on the event loop:
+    an oversized value is treated as absent rather than parsed.
+    """
+    raw = next((value for key, value in headers.raw_items() if key.lower() == name), None)
+    if raw is None or len(raw) > MAX_ADDRESS_HEADER:
         return []
+    try:
+        found = list(getattr(headers.get(name), "addresses", ()))
+    except (HeaderParseError, IndexError, ValueError, TypeError, AttributeError, RecursionError):
+        return []
+    return [address for address in found if isinstance(address, Address)]
 
 
-def _first_address(found: list[object]) -> str | None:
+def _first_address(found: list[Address]) -> str | None:
     for address in found:
-        if isinstance(address, Address) and "@" in address.addr_spec and _clean(address.addr_spec):
+        if "@" in address.addr_spec and _clean(address.addr_spec):
             return address.addr_spec
     return None
 
@@ -104,17 +116,13 @@ def _clean(text: str) -> bool:
     return not any(c in text for c in "\r\n\x00")
 
 
-def _display_name(found: list[object]) -> str:
-    name = str(getattr(found[0], "display_name", "")) if found else ""
-    return name if _clean(name) else ""
-
-
 def origin(headers: EmailMessage, envelope_sender: str) -> Origin:
     """The author from ``From`` (falling back to the envelope), and where replies go."""
     authors = _addresses(headers, "from")
     address = _first_address(authors) or envelope_sender
+    name = str(authors[0].display_name) if authors else ""
     return Origin(
-        display_name=_display_name(authors),
+        display_name=name if _clean(name) else "",
         address=address,
         reply_to=_first_address(_addresses(headers, "reply-to")) or address,
     )
@@ -164,8 +172,15 @@ def _says_yes(value: str) -> bool:
 
 
 def _line(name: str, value: str) -> bytes:
-    value = value.replace("\r\n", "\n").replace("\n", "\r\n")
-    return f"{name}: {value}\r\n".encode("utf-8", "surrogateescape")
+    """One header field, folded with CRLF only.
+
+    Any other line break (a bare CR or LF) becomes a fold, an empty continuation is
+    dropped and a NUL becomes a space: nothing in a value can end the header block or
+    start a header of its own at a downstream parser.
+    """
+    first, *rest = _LINE_BREAK.split(value.replace("\x00", " "))
+    folds = [line if line[0] in " \t" else f" {line}" for line in rest if line.strip()]
+    return "\r\n".join([f"{name}: {first}", *folds, ""]).encode("utf-8", "surrogateescape")
 
 
 def rewrite(raw: bytes, fields: Fields, author: Origin, forward: Forward) -> bytes:

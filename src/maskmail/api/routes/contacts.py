@@ -44,8 +44,10 @@ def _outside(email: str, domain: str) -> str:
         mailbox = normalize_mailbox(email)
     except InvalidAddress as exc:
         raise InvalidAddress(exc.message, {"field": "email"}) from exc
-    if mailbox.rpartition("@")[2] == domain:
-        # Writing to our own domain would reach a relay address or alias, not a person.
+    at = mailbox.rpartition("@")[2]
+    if at == domain or at.endswith("." + domain):
+        # Our own domain or a subdomain of it would reach a relay address or alias (or
+        # nothing), not a person.
         raise InvalidAddress(
             "an address at the relay domain cannot be a contact", {"field": "email"}
         )
