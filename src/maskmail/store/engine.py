@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -18,6 +20,14 @@ from maskmail.store import sqlite_inline
 
 READONLY = "maskmail_readonly"
 BUSY_TIMEOUT_MS = 10_000
+# What the drivers raise, used directly (store/raw.py), when the database is not there.
+_DRIVER_OUTAGES = (
+    sqlite3.OperationalError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.exceptions.OperatorInterventionError,
+)
 
 
 def is_sqlite(url: str) -> bool:
@@ -97,7 +107,7 @@ def unavailable_on_outage() -> Iterator[None]:
     """Turn "the database is not there right now" into StoreUnavailable."""
     try:
         yield
-    except (OperationalError, PoolTimeout, ConnectionError, TimeoutError) as exc:
+    except (OperationalError, PoolTimeout, ConnectionError, TimeoutError, *_DRIVER_OUTAGES) as exc:
         raise StoreUnavailable("the database is unavailable; try again shortly") from exc
     except DBAPIError as exc:
         if _is_outage(exc):
