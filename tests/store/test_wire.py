@@ -9,9 +9,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.api.schemas import address_json
 from maskmail.core import keys
+from maskmail.core.errors import AddressTaken, LimitReached
 from maskmail.store import accounts, raw, wire
 from maskmail.store import addresses as store
 from maskmail.store.tables import addresses
+from tests.core.test_addresses import pinned
 
 pytestmark = pytest.mark.anyio
 DOMAIN = "relay.test"
@@ -93,3 +95,37 @@ async def test_an_owner_without_addresses_has_an_empty_list(conn: AsyncConnectio
     driver = await raw.of_connection(conn)
     assert await wire.page(driver, key_hash, offset=0, limit=10) == wire.Page(user, 0, "")
     assert await wire.first_chunk(driver, key_hash, 10) == wire.Chunk(user, "", 0, 0)
+
+
+async def test_create_for_key_skips_used_addresses_and_refuses_unknown_keys(
+    conn: AsyncConnection,
+) -> None:
+    key_hash, user = await _owner(conn, "creator@example.com", 0)
+    driver = await raw.of_connection(conn)
+    first = await wire.create_for_key(
+        driver, key_hash, domain=DOMAIN, length=6, choose=pinned("abcdef")
+    )
+    assert first is not None and (first.user_id, first.address) == (user, "abcdef")
+    assert first.enabled is True and first.block_spam is False and first.updated_time is None
+    again = await wire.create_for_key(
+        driver, key_hash, domain=DOMAIN, length=6, choose=pinned("abcdef", "ghijkl")
+    )
+    assert again is not None and again.address == "ghijkl"
+    unknown = keys.hash_key("mm_live_nobody")
+    assert await wire.create_for_key(driver, unknown, domain=DOMAIN, length=6) is None
+    always_a = lambda alphabet: "a"  # noqa: E731
+    assert await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=6, choose=always_a)
+    with pytest.raises(AddressTaken):
+        await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=6, choose=always_a)
+    made = [a.address for a in await store.list_addresses(conn, user)]
+    assert made == ["abcdef", "ghijkl", "aaaaaa"]
+
+
+async def test_create_for_key_holds_the_limit(conn: AsyncConnection) -> None:
+    key_hash, user = await _owner(conn, "limited@example.com", 2)
+    driver = await raw.of_connection(conn)
+    with pytest.raises(LimitReached):
+        await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8, limit=2)
+    made = await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8, limit=3)
+    assert made is not None and made.user_id == user
+    assert await wire.create_for_key(driver, "0" * 64, domain=DOMAIN, length=8, limit=3) is None

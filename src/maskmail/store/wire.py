@@ -15,7 +15,7 @@ from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressTaken, LimitReached, UserNotFound
 from maskmail.core.records import RelayAddress
 from maskmail.store.clock import now
-from maskmail.store.raw import Raw, Sql
+from maskmail.store.raw import Raw, Row, Sql
 
 # Each draw from 36^8 collides with an existing address with negligible probability;
 # this many collisions in a row means something else is wrong.
@@ -201,9 +201,60 @@ async def create(
             continue  # handed out before
         made = await raw.rows(_INSERT, user_id, local, domain, description, created)
         if made:
-            row = made[0]
-            # SQLite returns its booleans as 0/1.
-            return RelayAddress(
-                row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]), *row[7:]
-            )
+            return _record(made[0])
     raise AddressTaken("could not find a free address; try again")
+
+
+def _record(row: Row) -> RelayAddress:
+    # SQLite returns its booleans as 0/1.
+    return RelayAddress(
+        row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]), *row[7:]
+    )
+
+
+# PostgreSQL only: key check, tombstone and address in one statement, atomic on its own.
+# No row back means an unknown key or a drawn address that was handed out before.
+_CREATE_FOR_KEY = Sql.each(
+    "",
+    f"WITH o AS ({_KEY}), t AS (INSERT INTO tombstones (hash, created_time) "
+    "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM o) ON CONFLICT DO NOTHING RETURNING 1) "
+    "INSERT INTO addresses (user_id, address, domain, subdomain, enabled, block_spam, "
+    "description, created_time, updated_time, num_forwarded, num_blocked, num_replied, "
+    "num_spam) SELECT o.user_id, ?, ?, NULL, TRUE, FALSE, '', ?, NULL, 0, 0, 0, 0 "
+    f"FROM o CROSS JOIN t ON CONFLICT DO NOTHING RETURNING {_RECORD_COLUMNS}",
+)
+
+
+async def create_for_key(
+    raw: Raw,
+    key_hash: str,
+    *,
+    domain: str,
+    length: int,
+    limit: int = 0,
+    choose: rules.Chooser = secrets.choice,
+) -> RelayAddress | None:
+    """A new address for the key's owner (see ``create``); None for an unknown key.
+
+    Without a limit on PostgreSQL this is one round trip: a statement that checks the key
+    and writes tombstone and address together needs no BEGIN and COMMIT around it (the
+    POST was six round trips). Otherwise it is ``create`` in a write transaction.
+    """
+    if raw.dialect == "postgresql" and limit <= 0:
+        created = now()
+        for _ in range(MAX_DRAWS):
+            local = rules.generate_local_part(length, choose)
+            tombstone = rules.tombstone(rules.full_address(local, domain))
+            made = await raw.rows(
+                _CREATE_FOR_KEY, key_hash, tombstone, created, local, domain, created
+            )
+            if made:
+                return _record(made[0])
+            if await owner_of_key(raw, key_hash) is None:
+                return None
+        raise AddressTaken("could not find a free address; try again")
+    async with raw.writing():
+        user_id = await owner_of_key(raw, key_hash)
+        if user_id is None:
+            return None
+        return await create(raw, user_id, domain=domain, length=length, limit=limit, choose=choose)

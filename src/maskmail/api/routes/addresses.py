@@ -97,17 +97,14 @@ async def create_address(request: Request) -> Response:
     key_hash = await get_key_hash(request)
     settings: Settings = request.app.state.settings
     source: RawSource = request.app.state.raw
-    made = None
-    async with source() as raw, raw.writing():
-        user_id = await wire.owner_of_key(raw, key_hash)
-        if user_id is not None:
-            made = await wire.create(
-                raw,
-                user_id,
-                domain=settings.domain,
-                length=settings.address_length,
-                limit=settings.max_addresses_per_user,
-            )
+    async with source() as raw:
+        made = await wire.create_for_key(
+            raw,
+            key_hash,
+            domain=settings.domain,
+            length=settings.address_length,
+            limit=settings.max_addresses_per_user,
+        )
     if made is None:
         await refuse_unknown_key(request)
     return json(address_json(made))
