@@ -61,6 +61,7 @@ def publish(
         "# servers: " + shlex.join(api.server_command("maskmail", 0, 1, None)[1:]) + " (maskmail)",
         "#          PEER_WORKERS=N ../shared/peers/drf/bin/maskmail serve (peer, gunicorn sync)",
         "#          uvicorn bench.ceiling:app --workers N (ceiling)",
+        "#          uvicorn bench.ceiling:fastapi_app --workers N (bare FastAPI ceiling)",
     ]
     note = (
         f"{args.reps} rounds of {args.duration:g} s per figure at {args.connections} connections,"

@@ -39,7 +39,9 @@ ENDPOINTS = (
 )
 # Addresses per account: one to page, one to create under, one with the full 1,000 list.
 ACCOUNTS = (100, 100, 1000)
-SYSTEMS = ("maskmail", "peer", "ceiling")
+SYSTEMS = ("maskmail", "peer", "ceiling", "fastapi")
+# Systems that replay maskmail's responses from memory (bench/ceiling.py).
+CEILINGS = {"ceiling": "bench.ceiling:app", "fastapi": "bench.ceiling:fastapi_app"}
 
 Key = tuple[str, int, str, str]  # backend, workers, endpoint, system
 Log = Callable[[str], None]
@@ -78,7 +80,7 @@ def server_command(system: str, port: int, workers: int, peer_python: Path | Non
         return [str(peer_python.with_name("maskmail")), *serve]
     return [
         str(VENV_BIN / "uvicorn"),
-        "bench.ceiling:app",
+        CEILINGS[system],
         "--host",
         "127.0.0.1",
         "--port",
@@ -118,9 +120,10 @@ def stage(plan: Plan, backend: str, say: Log) -> Iterator[Stage]:
                 assert plan.peer_python is not None
                 run([str(plan.peer_python.with_name("maskmail")), "db", "upgrade"], system_env(db))
                 keys[system] = seed.load_peer(plan.peer_python, db, ACCOUNTS)
-        # The ceiling answers from memory; it needs no database of its own.
-        dbs["ceiling"] = dbs["maskmail"]
-        keys["ceiling"] = keys["maskmail"]
+        # The ceilings answer from memory; they need no database of their own.
+        for ceiling in CEILINGS:
+            dbs[ceiling] = dbs["maskmail"]
+            keys[ceiling] = keys["maskmail"]
         yield Stage(dbs, keys)
 
 
@@ -147,7 +150,7 @@ def _round(
     try:
         for system in plan.systems:
             env = system_env(st.dbs[system])
-            if system == "ceiling":
+            if system in CEILINGS:
                 bodies = plan.work / f"ceiling-{backend}.json"
                 mm = servers["maskmail"]
                 texts = {

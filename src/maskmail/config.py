@@ -6,6 +6,7 @@ import ipaddress
 import os
 import re
 import secrets
+from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, field_validator
@@ -30,6 +31,11 @@ def clean_prefix(value: str) -> str | None:
     prefix = "/" + "/".join(part for part in value.split("/") if part)
     prefix = "" if prefix == "/" else prefix
     return prefix if _PREFIX.match(prefix) else None
+
+
+@lru_cache(maxsize=8)
+def _host_set(hosts: str) -> frozenset[str]:
+    return frozenset(h.strip() for h in hosts.split(",") if h.strip())
 
 
 class Settings(BaseSettings):
@@ -144,7 +150,8 @@ class Settings(BaseSettings):
 
     @property
     def trusted_proxy_hosts(self) -> frozenset[str]:
-        return frozenset(h.strip() for h in self.trusted_proxies.split(",") if h.strip())
+        # Asked on every request (api/proxy.py, api/urls.py): parsed once per value.
+        return _host_set(self.trusted_proxies)
 
     @property
     def smarthost_address(self) -> tuple[str, int] | None:

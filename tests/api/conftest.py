@@ -15,7 +15,9 @@ from maskmail.api.app import create_app
 from maskmail.api.deps import get_conn
 from maskmail.config import Settings
 from maskmail.core import keys
-from maskmail.store import accounts
+from maskmail.store import accounts, raw
+from maskmail.store.engine import unavailable_on_outage
+from maskmail.store.raw import Raw, RawSource
 
 DOMAIN = "relay.test"
 BASE = "/v3/relay/addresses"
@@ -63,7 +65,21 @@ async def started_app(settings: Settings, conn: AsyncConnection) -> AsyncIterato
 
     application.dependency_overrides[get_conn] = test_conn
     async with application.router.lifespan_context(application):
+        # The hot routes use the driver directly (store/raw.py): the same connection.
+        application.state.raw = connection_source(conn)
         yield application
+
+
+def connection_source(conn: AsyncConnection) -> RawSource:
+    """Driver access through the test's connection, each use in its own savepoint."""
+
+    @asynccontextmanager
+    async def source() -> AsyncIterator[Raw]:
+        with unavailable_on_outage():
+            async with conn.begin_nested():
+                yield await raw.of_connection(conn)
+
+    return source
 
 
 @asynccontextmanager

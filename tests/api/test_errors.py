@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
@@ -24,6 +25,7 @@ async def test_unexpected_failure_is_a_bare_json_500(
         yield  # pragma: no cover
 
     app.dependency_overrides[get_conn] = broken
+    app.state.raw = asynccontextmanager(broken)  # the list route's driver access
     response = await client.get(BASE, headers=alice.headers)
     assert response.status_code == 500
     assert response.json() == {

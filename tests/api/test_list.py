@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from maskmail.api import listing
 from tests.api.conftest import BASE, Caller
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +45,21 @@ async def test_without_paging_all_objects_oldest_first(
         response = await client.get(BASE + query, headers=alice.headers)
         assert response.status_code == 200
         assert _ids(response.json()) == ids, query
+
+
+@pytest.mark.parametrize("total", [5, 6, 7])
+async def test_a_list_longer_than_a_chunk_is_streamed_whole_and_in_order(
+    client: httpx.AsyncClient, alice: Caller, monkeypatch: pytest.MonkeyPatch, total: int
+) -> None:
+    ids = await _create(client, alice, total)
+    made = (await client.get(f"{BASE}?paging=1&size=100", headers=alice.headers)).json()
+    monkeypatch.setattr(listing, "CHUNK", 3)
+    response = await client.get(BASE, headers=alice.headers)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert "content-length" not in response.headers  # streamed, not built whole
+    assert response.json() == made["results"]
+    assert _ids(response.json()) == ids
 
 
 async def test_empty_list_is_an_empty_array(client: httpx.AsyncClient, alice: Caller) -> None:

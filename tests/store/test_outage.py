@@ -3,6 +3,9 @@ race (a connection attempt while PostgreSQL stops or starts) made deterministic.
 
 from __future__ import annotations
 
+import sqlite3
+
+import asyncpg
 import pytest
 from sqlalchemy.exc import DBAPIError
 
@@ -32,3 +35,23 @@ def test_server_going_away_or_not_ready_is_unavailable(sqlstate: str) -> None:
 def test_a_bad_query_is_not_an_outage(sqlstate: str) -> None:
     with pytest.raises(DBAPIError), unavailable_on_outage():
         raise wrapped(sqlstate)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        asyncpg.exceptions.AdminShutdownError("terminating connection"),
+        asyncpg.exceptions.CannotConnectNowError("the database system is starting up"),
+        asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed"),
+        sqlite3.OperationalError("disk I/O error"),
+    ],
+)
+def test_driver_errors_raised_directly_are_unavailable_too(error: Exception) -> None:
+    # The hot routes run statements on the driver itself (store/raw.py): no DBAPIError.
+    with pytest.raises(StoreUnavailable), unavailable_on_outage():
+        raise error
+
+
+def test_a_bad_query_on_the_driver_is_not_an_outage() -> None:
+    with pytest.raises(asyncpg.PostgresSyntaxError), unavailable_on_outage():
+        raise asyncpg.PostgresSyntaxError("syntax error at or near")

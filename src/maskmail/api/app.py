@@ -16,6 +16,7 @@ from maskmail.api.proxy import PathMiddleware
 from maskmail.api.ratelimit import Limiter
 from maskmail.api.routes import addresses, bounces, compat_addy, compat_simplelogin, contacts
 from maskmail.config import Settings
+from maskmail.store import raw
 from maskmail.store.engine import create_engine
 
 DESCRIPTION = (
@@ -41,6 +42,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.engine = create_engine(
             settings.resolved_database_url, pool_size=settings.db_pool_size
         )
+        app.state.raw = raw.Source(app.state.engine)
         app.state.limiter = Limiter(settings.rate_limit, settings.redis_url)
         # Everything alive now lives as long as the app: keep the collector from walking it
         # again on every full collection (a listing of 1,000 addresses triggered several).

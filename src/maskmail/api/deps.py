@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -68,13 +68,16 @@ RawKeyHash = Annotated[str, Depends(get_raw_key_hash)]
 Conn = Annotated[AsyncConnection, Depends(get_conn, scope="function")]
 
 
+async def refuse_unknown_key(request: Request) -> NoReturn:
+    """An unknown or revoked key also counts against the client's address."""
+    await request.app.state.limiter.hit(f"anon:{client_host(request)}")
+    raise Unauthorized("unknown or revoked API key; create one with 'maskmail key create EMAIL'")
+
+
 async def _owner(request: Request, key_hash: str, conn: AsyncConnection) -> Owner:
     owner = await accounts.owner_for_key(conn, key_hash)
     if owner is None:
-        await request.app.state.limiter.hit(f"anon:{client_host(request)}")
-        raise Unauthorized(
-            "unknown or revoked API key; create one with 'maskmail key create EMAIL'"
-        )
+        await refuse_unknown_key(request)
     return owner
 
 

@@ -54,12 +54,21 @@ class PathMiddleware:
         if scope["type"] not in {"http", "websocket"}:
             await self.app(scope, receive, send)
             return
-        scope = dict(scope)
-        path = _SLASHES.sub("/", scope["path"])
+        path = scope["path"]
         raw = scope.get("raw_path")
+        prefix = self._prefix(scope)
+        if (
+            "//" not in path
+            and (raw is None or b"//" not in raw)
+            and prefix == scope.get("root_path", "")
+            and (not prefix or path == prefix or path.startswith(prefix + "/"))
+        ):
+            await self.app(scope, receive, send)  # nothing to rewrite: the usual case
+            return
+        scope = dict(scope)
+        path = _SLASHES.sub("/", path)
         if raw is not None:
             raw = _RAW_SLASHES.sub(b"/", raw)
-        prefix = self._prefix(scope)
         if prefix and not (path == prefix or path.startswith(prefix + "/")):
             path = prefix + path
             raw = prefix.encode("ascii") + raw if raw is not None else None

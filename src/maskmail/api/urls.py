@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from urllib.parse import parse_qsl, urlencode
 
 from fastapi import Request
 from starlette.datastructures import URL
@@ -34,6 +36,13 @@ def public_url(request: Request, settings: Settings) -> URL:
     return url
 
 
-def with_page(url: URL, page: int) -> str:
-    """The same query with ``page`` changed."""
-    return str(url.include_query_params(page=page))
+def page_links(url: URL) -> Callable[[int], str]:
+    """``url`` with ``page`` changed, for each page asked: the query is parsed once, and
+    ``page`` goes last, as Starlette's ``include_query_params`` puts it."""
+    base = str(url).partition("?")[0]
+    kept = [(k, v) for k, v in parse_qsl(url.query, keep_blank_values=True) if k != "page"]
+
+    def link(page: int) -> str:
+        return f"{base}?{urlencode([*kept, ('page', str(page))])}"
+
+    return link

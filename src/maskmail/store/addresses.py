@@ -8,23 +8,18 @@ from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import Row, bindparam, delete, func, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
-from maskmail.core.errors import AddressNotFound, AddressTaken, LimitReached, UserNotFound
+from maskmail.core.errors import AddressNotFound
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
 from maskmail.store import bounces as bounce_store
+from maskmail.store import raw, wire
 from maskmail.store.clock import now
-from maskmail.store.tables import addresses, tombstones, users
+from maskmail.store.tables import addresses
 
 EDITABLE = frozenset({"description", "enabled", "block_spam"})
-# Each draw from 36^8 collides with an existing address with negligible probability;
-# this many collisions in a row means something else is wrong.
-MAX_DRAWS = 20
-
 # The columns in RelayAddress's field order, so a row converts by position (see to_record).
 _columns = [addresses.c[field.name] for field in fields(RelayAddress)]
 ADDRESS_COLUMNS = tuple(_columns)
@@ -35,8 +30,6 @@ _of_owner = addresses.c.user_id == bindparam("user_id")
 _LIST = select(*_columns).where(_of_owner).order_by(addresses.c.id)
 _PAGE = _LIST.offset(bindparam("offset")).limit(bindparam("limit"))
 _COUNT = select(func.count()).select_from(addresses).where(_of_owner)
-_OWNER = select(users.c.id).where(users.c.id == bindparam("user_id"))
-_LOCK_OWNER = _OWNER.with_for_update()
 
 
 def to_record(row: Row[Any] | Sequence[Any]) -> RelayAddress:
@@ -55,62 +48,16 @@ async def create_address(
     description: str = "",
     choose: rules.Chooser = secrets.choice,
 ) -> RelayAddress:
-    """A new random address for the user, never one handed out before.
-
-    With a limit, the owner's row is locked first, so that concurrent creates for one
-    user queue up and the limit check and the insert see the same world (SQLite's BEGIN
-    IMMEDIATE already serialises writers; FOR UPDATE does it on PostgreSQL). Without a
-    limit there is nothing to check, and uniqueness rests on the constraints, so creates
-    for one user need not queue.
-    """
-    owner = _LOCK_OWNER if limit > 0 else _OWNER
-    if await conn.scalar(owner, {"user_id": user_id}) is None:
-        raise UserNotFound(f"no user with id {user_id}")
-    if limit > 0:
-        have = await conn.scalar(_COUNT, {"user_id": user_id})
-        if (have or 0) >= limit:
-            raise LimitReached(
-                f"this account has reached its limit of {limit} addresses; "
-                "delete one you no longer use to make room",
-                {"limit": limit},
-            )
-    created = now()
-    # ON CONFLICT DO NOTHING rather than a SAVEPOINT per draw: a collision is a row not
-    # written, not an error to roll back, which saves two round trips per create.
-    upsert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    for _ in range(MAX_DRAWS):
-        local = rules.generate_local_part(length, choose)
-        fresh = await conn.execute(
-            upsert(tombstones)
-            .values(hash=rules.tombstone(rules.full_address(local, domain)), created_time=created)
-            .on_conflict_do_nothing()
-        )
-        if fresh.rowcount != 1:
-            continue  # handed out before
-        result = await conn.execute(
-            upsert(addresses)
-            .values(
-                user_id=user_id,
-                address=local,
-                domain=domain,
-                subdomain=None,
-                enabled=True,
-                block_spam=False,
-                description=description,
-                created_time=created,
-                updated_time=None,
-                num_forwarded=0,
-                num_blocked=0,
-                num_replied=0,
-                num_spam=0,
-            )
-            .on_conflict_do_nothing()
-            .returning(*_columns)
-        )
-        row = result.first()
-        if row is not None:
-            return to_record(row)
-    raise AddressTaken("could not find a free address; try again")
+    """``wire.create`` inside the caller's transaction: one way to create, for every door."""
+    return await wire.create(
+        await raw.of_connection(conn),
+        user_id,
+        domain=domain,
+        length=length,
+        limit=limit,
+        description=description,
+        choose=choose,
+    )
 
 
 def _owned(user_id: int, address_id: int) -> Any:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -18,6 +20,9 @@ from maskmail.store import sqlite_inline
 
 READONLY = "maskmail_readonly"
 BUSY_TIMEOUT_MS = 10_000
+# What the drivers raise, used directly (store/raw.py), when the database is not there;
+# asyncpg's server errors are told apart by SQLSTATE, as through SQLAlchemy (_is_outage).
+_DRIVER_OUTAGES = (sqlite3.OperationalError, asyncpg.InterfaceError)
 
 
 def is_sqlite(url: str) -> bool:
@@ -84,9 +89,11 @@ def _is_outage(exc: DBAPIError) -> bool:
     asyncpg raises the latter as server errors, at connect time, so SQLAlchemy neither
     wraps them as OperationalError nor marks a connection invalidated.
     """
-    if exc.connection_invalidated:
-        return True
-    sqlstate = getattr(exc.orig, "sqlstate", None)
+    return exc.connection_invalidated or _outage_state(exc.orig)
+
+
+def _outage_state(error: object) -> bool:
+    sqlstate = getattr(error, "sqlstate", None)
     if not isinstance(sqlstate, str):
         return False
     return sqlstate in OUTAGE_SQLSTATES or sqlstate.startswith(OUTAGE_SQLSTATE_CLASSES)
@@ -97,10 +104,14 @@ def unavailable_on_outage() -> Iterator[None]:
     """Turn "the database is not there right now" into StoreUnavailable."""
     try:
         yield
-    except (OperationalError, PoolTimeout, ConnectionError, TimeoutError) as exc:
+    except (OperationalError, PoolTimeout, ConnectionError, TimeoutError, *_DRIVER_OUTAGES) as exc:
         raise StoreUnavailable("the database is unavailable; try again shortly") from exc
     except DBAPIError as exc:
         if _is_outage(exc):
+            raise StoreUnavailable("the database is unavailable; try again shortly") from exc
+        raise
+    except asyncpg.PostgresError as exc:
+        if _outage_state(exc):
             raise StoreUnavailable("the database is unavailable; try again shortly") from exc
         raise
     except OSError as exc:

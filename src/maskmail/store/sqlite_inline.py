@@ -95,6 +95,11 @@ class Connection:
         return self._conn
 
     @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The stdlib connection, for statements run inline (store/raw.py)."""
+        return self._conn
+
+    @property
     def isolation_level(self) -> str | None:
         return self._conn.isolation_level
 

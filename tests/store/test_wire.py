@@ -1,0 +1,131 @@
+"""The database's JSON for an address is the API's, and pages and chunks cover a list."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.api.schemas import address_json
+from maskmail.core import keys
+from maskmail.core.errors import AddressTaken, LimitReached
+from maskmail.store import accounts, raw, wire
+from maskmail.store import addresses as store
+from maskmail.store.tables import addresses
+from tests.core.test_addresses import pinned
+
+pytestmark = pytest.mark.anyio
+DOMAIN = "relay.test"
+
+
+async def _owner(conn: AsyncConnection, email: str, n: int) -> tuple[str, int]:
+    user = await accounts.add_user(conn, email)
+    key = keys.generate_key()
+    await accounts.add_key(conn, user, keys.hash_key(key))
+    for _ in range(n):
+        await store.create_address(conn, user, domain=DOMAIN, length=8)
+    return keys.hash_key(key), user
+
+
+async def test_database_json_equals_the_api_json_for_every_kind_of_value(
+    conn: AsyncConnection,
+) -> None:
+    key_hash, user = await _owner(conn, "json@example.com", 3)
+    first, second, third = await store.list_addresses(conn, user)
+    await conn.execute(
+        update(addresses)
+        .where(addresses.c.id == first.id)
+        .values(
+            description='quote " backslash \\ émoji 🎭 <tag>',
+            enabled=False,
+            block_spam=True,
+            updated_time=1_700_000_000,
+            num_forwarded=2**40,
+            subdomain="sub",
+        )
+    )
+    await conn.execute(update(addresses).where(addresses.c.id == second.id).values(subdomain=""))
+    found = await wire.page(await raw.of_connection(conn), key_hash, offset=0, limit=10)
+    assert found is not None
+    expected = [address_json(r) for r in await store.list_addresses(conn, user)]
+    assert orjson.loads(f"[{found.items}]") == expected
+    assert expected[0]["full_address"] == f"{first.address}@sub.{DOMAIN}"
+    assert expected[1]["full_address"] == f"{second.address}@{DOMAIN}"
+    assert [item["id"] for item in expected] == [first.id, second.id, third.id]
+
+
+async def test_a_page_counts_all_and_holds_its_slice(conn: AsyncConnection) -> None:
+    key_hash, user = await _owner(conn, "page@example.com", 7)
+    await _owner(conn, "other@example.com", 2)
+    ids = [r.id for r in await store.list_addresses(conn, user)]
+    driver = await raw.of_connection(conn)
+    found = await wire.page(driver, key_hash, offset=2, limit=3)
+    assert found is not None and found.user_id == user and found.count == 7
+    assert [a["id"] for a in orjson.loads(f"[{found.items}]")] == ids[2:5]
+    past = await wire.page(driver, key_hash, offset=7, limit=3)
+    assert past is not None and past.count == 7 and past.items == ""
+
+
+async def test_chunks_cover_the_list_once_in_order(conn: AsyncConnection) -> None:
+    key_hash, user = await _owner(conn, "chunks@example.com", 7)
+    ids = [r.id for r in await store.list_addresses(conn, user)]
+    driver = await raw.of_connection(conn)
+    chunk = await wire.first_chunk(driver, key_hash, 3)
+    assert chunk is not None and chunk.user_id == user
+    seen = [a["id"] for a in orjson.loads(f"[{chunk.items}]")]
+    while chunk.size == 3:
+        chunk = await wire.next_chunk(driver, user, chunk.last_id, 3)
+        seen += [a["id"] for a in orjson.loads(f"[{chunk.items}]")] if chunk.size else []
+    assert seen == ids
+
+
+async def test_unknown_or_revoked_keys_find_nothing(conn: AsyncConnection) -> None:
+    key_hash, _ = await _owner(conn, "revoked@example.com", 1)
+    driver = await raw.of_connection(conn)
+    assert await wire.page(driver, keys.hash_key("mm_live_nobody"), offset=0, limit=10) is None
+    assert await accounts.revoke_key(conn, key_hash)
+    assert await wire.page(driver, key_hash, offset=0, limit=10) is None
+    assert await wire.first_chunk(driver, key_hash, 10) is None
+    assert await wire.owner_of_key(driver, key_hash) is None
+
+
+async def test_an_owner_without_addresses_has_an_empty_list(conn: AsyncConnection) -> None:
+    key_hash, user = await _owner(conn, "empty@example.com", 0)
+    driver = await raw.of_connection(conn)
+    assert await wire.page(driver, key_hash, offset=0, limit=10) == wire.Page(user, 0, "")
+    assert await wire.first_chunk(driver, key_hash, 10) == wire.Chunk(user, "", 0, 0)
+
+
+async def test_create_for_key_skips_used_addresses_and_refuses_unknown_keys(
+    conn: AsyncConnection,
+) -> None:
+    key_hash, user = await _owner(conn, "creator@example.com", 0)
+    driver = await raw.of_connection(conn)
+    first = await wire.create_for_key(
+        driver, key_hash, domain=DOMAIN, length=6, choose=pinned("abcdef")
+    )
+    assert first is not None and (first.user_id, first.address) == (user, "abcdef")
+    assert first.enabled is True and first.block_spam is False and first.updated_time is None
+    again = await wire.create_for_key(
+        driver, key_hash, domain=DOMAIN, length=6, choose=pinned("abcdef", "ghijkl")
+    )
+    assert again is not None and again.address == "ghijkl"
+    unknown = keys.hash_key("mm_live_nobody")
+    assert await wire.create_for_key(driver, unknown, domain=DOMAIN, length=6) is None
+    always_a = lambda alphabet: "a"  # noqa: E731
+    assert await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=6, choose=always_a)
+    with pytest.raises(AddressTaken):
+        await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=6, choose=always_a)
+    made = [a.address for a in await store.list_addresses(conn, user)]
+    assert made == ["abcdef", "ghijkl", "aaaaaa"]
+
+
+async def test_create_for_key_holds_the_limit(conn: AsyncConnection) -> None:
+    key_hash, user = await _owner(conn, "limited@example.com", 2)
+    driver = await raw.of_connection(conn)
+    with pytest.raises(LimitReached):
+        await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8, limit=2)
+    made = await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8, limit=3)
+    assert made is not None and made.user_id == user
+    assert await wire.create_for_key(driver, "0" * 64, domain=DOMAIN, length=8, limit=3) is None
