@@ -55,3 +55,17 @@ def test_driver_errors_raised_directly_are_unavailable_too(error: Exception) -> 
 def test_a_bad_query_on_the_driver_is_not_an_outage() -> None:
     with pytest.raises(asyncpg.PostgresSyntaxError), unavailable_on_outage():
         raise asyncpg.PostgresSyntaxError("syntax error at or near")
+
+
+class AdapterError(Exception):
+    """Stands in for the adapter error a checkout through the pool alone raises."""
+
+
+def test_an_adapter_error_caused_by_a_refusing_server_is_unavailable() -> None:
+    with pytest.raises(StoreUnavailable), unavailable_on_outage():
+        raise AdapterError("not yet") from asyncpg.CannotConnectNowError("starting up")
+
+
+def test_an_adapter_error_caused_by_a_bad_query_is_raised() -> None:
+    with pytest.raises(AdapterError), unavailable_on_outage():
+        raise AdapterError("bad") from asyncpg.PostgresSyntaxError("syntax")

@@ -99,6 +99,13 @@ def _outage_state(error: object) -> bool:
     return sqlstate in OUTAGE_SQLSTATES or sqlstate.startswith(OUTAGE_SQLSTATE_CLASSES)
 
 
+def is_driver_outage(exc: BaseException) -> bool:
+    """True when an error the driver raised directly means the database went away."""
+    if isinstance(exc, (ConnectionError, TimeoutError, OSError, *_DRIVER_OUTAGES)):
+        return True
+    return isinstance(exc, asyncpg.PostgresError) and _outage_state(exc)
+
+
 @contextmanager
 def unavailable_on_outage() -> Iterator[None]:
     """Turn "the database is not there right now" into StoreUnavailable."""
@@ -116,6 +123,12 @@ def unavailable_on_outage() -> Iterator[None]:
         raise
     except OSError as exc:
         raise StoreUnavailable("the database is unavailable; try again shortly") from exc
+    except Exception as exc:
+        # A checkout through the pool alone (the raw path) gets the adapter's own error
+        # class, with the driver's error as its cause.
+        if exc.__cause__ is not None and is_driver_outage(exc.__cause__):
+            raise StoreUnavailable("the database is unavailable; try again shortly") from exc
+        raise
 
 
 @asynccontextmanager

@@ -10,6 +10,7 @@ each hot statement once per connection. Connections still come from SQLAlchemy's
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
-from maskmail.store.engine import unavailable_on_outage
+from maskmail.store.engine import is_driver_outage, unavailable_on_outage
 from maskmail.store.sqlite_inline import Connection as InlineSqlite
 
 Row = Sequence[Any]
@@ -94,12 +95,16 @@ class PgRaw:
 
     dialect = "postgresql"
 
-    def __init__(self, driver: Any, managed: bool) -> None:
+    def __init__(self, driver: Any, managed: bool, mutex: asyncio.Lock | None = None) -> None:
         self._conn = driver
         self._managed = managed
+        # SQLAlchemy's adapter serialises its own use of the connection with this lock;
+        # statements sent past the adapter take it too, so the two never overlap.
+        self._mutex = mutex or asyncio.Lock()
 
     async def rows(self, sql: Sql, *args: Any) -> Sequence[Row]:
-        found: Sequence[Row] = await self._conn.fetch(sql.postgresql, *args)
+        async with self._mutex:
+            found: Sequence[Row] = await self._conn.fetch(sql.postgresql, *args)
         return found
 
     @asynccontextmanager
@@ -111,10 +116,11 @@ class PgRaw:
             yield
 
 
-def _wrap(driver: Any, dialect: str, managed: bool) -> Raw:
+def _wrap(fairy: Any, dialect: str, managed: bool) -> Raw:
     if dialect == "sqlite":
-        return SqliteRaw(driver, managed)
-    return PgRaw(driver, managed)
+        return SqliteRaw(fairy.driver_connection, managed)
+    mutex = getattr(fairy.dbapi_connection, "_execute_mutex", None)
+    return PgRaw(fairy.driver_connection, managed, mutex)
 
 
 async def of_connection(conn: AsyncConnection) -> Raw:
@@ -127,7 +133,7 @@ async def of_connection(conn: AsyncConnection) -> Raw:
         # SQLAlchemy's asyncpg adapter sends BEGIN with its first statement; statements
         # sent to the driver directly before that would each commit on their own.
         await conn.exec_driver_sql("SELECT 1")
-    return _wrap(driver, dialect, managed=True)
+    return _wrap(fairy, dialect, managed=True)
 
 
 # Where a request gets its driver connection: the pool, or a test's own connection.
@@ -146,7 +152,16 @@ class Source:
         with unavailable_on_outage():
             fairy = await self._engine.raw_connection()
             try:
-                yield _wrap(fairy.driver_connection, self._dialect, managed=False)
-            finally:
-                # Returning it may roll back through the async adapter: needs a greenlet.
-                await greenlet_spawn(fairy.close)
+                yield _wrap(fairy, self._dialect, managed=False)
+            except BaseException as exc:
+                # SQLAlchemy never saw the driver's error, so it cannot tell a connection
+                # that broke mid-statement (a database outage, a cancelled request) from a
+                # good one: never hand this one out again. After an outage the others in
+                # the pool are dead too; a new pool replaces them, as SQLAlchemy does when
+                # it sees a disconnect itself.
+                await greenlet_spawn(fairy.invalidate)
+                if is_driver_outage(exc):
+                    await self._engine.dispose(close=False)
+                raise
+            # Returning it may roll back through the async adapter: needs a greenlet.
+            await greenlet_spawn(fairy.close)
