@@ -69,3 +69,9 @@ def test_an_adapter_error_caused_by_a_refusing_server_is_unavailable() -> None:
 def test_an_adapter_error_caused_by_a_bad_query_is_raised() -> None:
     with pytest.raises(AdapterError), unavailable_on_outage():
         raise AdapterError("bad") from asyncpg.PostgresSyntaxError("syntax")
+
+
+def test_a_statement_on_a_connection_the_server_just_terminated_is_unavailable() -> None:
+    # What asyncpg raises when PostgreSQL's shutdown notice is still being consumed.
+    with pytest.raises(StoreUnavailable), unavailable_on_outage():
+        raise asyncpg.InternalClientError("cannot switch to state 12; another operation (2)")

@@ -22,7 +22,10 @@ READONLY = "maskmail_readonly"
 BUSY_TIMEOUT_MS = 10_000
 # What the drivers raise, used directly (store/raw.py), when the database is not there;
 # asyncpg's server errors are told apart by SQLSTATE, as through SQLAlchemy (_is_outage).
-_DRIVER_OUTAGES = (sqlite3.OperationalError, asyncpg.InterfaceError)
+# asyncpg raises InternalClientError ("another operation is in progress") when a statement
+# is sent on a connection the server has just terminated (it is still consuming the
+# server's goodbye): during a shutdown that is the outage, seen first.
+_DRIVER_OUTAGES = (sqlite3.OperationalError, asyncpg.InterfaceError, asyncpg.InternalClientError)
 
 
 def is_sqlite(url: str) -> bool:
@@ -89,7 +92,12 @@ def _is_outage(exc: DBAPIError) -> bool:
     asyncpg raises the latter as server errors, at connect time, so SQLAlchemy neither
     wraps them as OperationalError nor marks a connection invalidated.
     """
-    return exc.connection_invalidated or _outage_state(exc.orig)
+    cause = getattr(exc.orig, "__cause__", None)
+    return (
+        exc.connection_invalidated
+        or _outage_state(exc.orig)
+        or isinstance(cause, asyncpg.InternalClientError)
+    )
 
 
 def _outage_state(error: object) -> bool:

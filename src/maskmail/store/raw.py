@@ -99,12 +99,16 @@ class PgRaw:
         self._conn = driver
         self._managed = managed
         # SQLAlchemy's adapter serialises its own use of the connection with this lock;
-        # statements sent past the adapter take it too, so the two never overlap.
-        self._mutex = mutex or asyncio.Lock()
+        # statements sent past the adapter take it too, so the two never overlap. None:
+        # the caller holds it for the whole checkout (see Source).
+        self._mutex = mutex
 
     async def rows(self, sql: Sql, *args: Any) -> Sequence[Row]:
-        async with self._mutex:
+        if self._mutex is None:
             found: Sequence[Row] = await self._conn.fetch(sql.postgresql, *args)
+            return found
+        async with self._mutex:
+            found = await self._conn.fetch(sql.postgresql, *args)
         return found
 
     @asynccontextmanager
@@ -116,11 +120,17 @@ class PgRaw:
             yield
 
 
+def _mutex_of(fairy: Any) -> asyncio.Lock:
+    found = getattr(fairy.dbapi_connection, "_execute_mutex", None)
+    return found if isinstance(found, asyncio.Lock) else asyncio.Lock()
+
+
 def _wrap(fairy: Any, dialect: str, managed: bool) -> Raw:
     if dialect == "sqlite":
         return SqliteRaw(fairy.driver_connection, managed)
-    mutex = getattr(fairy.dbapi_connection, "_execute_mutex", None)
-    return PgRaw(fairy.driver_connection, managed, mutex)
+    # Inside a SQLAlchemy transaction, lock per statement; a checkout of our own holds
+    # the lock throughout, transaction and all.
+    return PgRaw(fairy.driver_connection, managed, _mutex_of(fairy) if managed else None)
 
 
 async def of_connection(conn: AsyncConnection) -> Raw:
@@ -152,7 +162,11 @@ class Source:
         with unavailable_on_outage():
             fairy = await self._engine.raw_connection()
             try:
-                yield _wrap(fairy, self._dialect, managed=False)
+                if self._dialect == "sqlite":
+                    yield _wrap(fairy, self._dialect, managed=False)
+                else:
+                    async with _mutex_of(fairy):
+                        yield _wrap(fairy, self._dialect, managed=False)
             except BaseException as exc:
                 # SQLAlchemy never saw the driver's error, so it cannot tell a connection
                 # that broke mid-statement (a database outage, a cancelled request) from a
