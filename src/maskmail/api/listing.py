@@ -28,8 +28,8 @@ CHUNK = 2000
 MAX_OFFSET = 2**62
 
 
-def _array(items: str) -> bytes:
-    return f"[{items}]".encode()
+def _array(items: bytes) -> bytes:
+    return b"[%b]" % items
 
 
 async def page_body(request: Request, key_hash: str, settings: Settings) -> Response:
@@ -68,11 +68,11 @@ async def _stream(source: RawSource, first: wire.Chunk) -> AsyncIterator[bytes]:
     """Each chunk is its own statement on a connection held only while it runs, so a slow
     client holds no connection; an address created meanwhile appears if it is newer than
     the last one sent (ids only grow), and none appears twice."""
-    yield f"[{first.items}".encode()
+    yield b"[" + first.items
     chunk = first
     while chunk.size == CHUNK:
         async with source() as raw:
             chunk = await wire.next_chunk(raw, chunk.user_id, chunk.last_id, CHUNK)
         if chunk.size:
-            yield f",{chunk.items}".encode()
+            yield b"," + chunk.items
     yield b"]"

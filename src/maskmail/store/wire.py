@@ -1,15 +1,20 @@
-"""The hot requests in as few statements as possible, with the database writing the JSON.
+"""The hot requests in as few statements as possible, answered as the wire's JSON bytes.
 
 A page is one statement (key check, count and rows); the full listing is read in
 id-ordered chunks (keyset), so a list of any length is never held in memory at once.
-Each address arrives as its wire JSON text (``api/schemas.address_json``'s keys, in its
-order): building 1,000 dicts in Python cost more than the query.
+Each address becomes ``api/schemas.address_json``'s keys, in its order, without a
+``RelayAddress`` in between: SQLite writes the JSON itself (cheaper than reading the
+values through the driver), PostgreSQL sends plain columns that orjson writes (cheaper
+than PostgreSQL's own JSON functions, see ``_pg_rows``).
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import orjson
 
 from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressTaken, LimitReached, UserNotFound
@@ -55,63 +60,87 @@ _SQLITE_JSON = _sqlite_json()
 _PG_COLUMNS = ", ".join([*(f"a.{name}" for name in _FIELDS), f"{_FULL} AS full_address"])
 
 _KEY = "SELECT user_id FROM api_keys WHERE key_hash = ? AND revoked_time IS NULL"
+_KEY_AND_TOTAL = (
+    "SELECT k.user_id, u.address_count FROM api_keys k JOIN users u ON u.id = k.user_id "
+    "WHERE k.key_hash = ? AND k.revoked_time IS NULL"
+)
 
 
-def _joined(where: str, tail: str) -> tuple[str, str]:
+def _sqlite_joined(where: str, tail: str) -> str:
     """One row: the JSON texts of the addresses matching ``where`` (ordered by id, then
-    ``tail``) joined by commas, how many, and the last id; for SQLite and PostgreSQL,
-    placeholders not yet numbered.
+    ``tail``) joined by commas, as UTF-8 bytes, how many, and the last id.
 
     One value per chunk, not one per address: reading 1,000 rows of values through the
     driver cost more than SQLite took to write their JSON. SQLite 3.40 has no ORDER BY
     inside an aggregate; it aggregates an ordered subquery in its order.
     """
-    select = f"FROM addresses a WHERE {where} ORDER BY a.id {tail}"
     return (
-        "SELECT group_concat(j, ','), count(*), max(id) "
-        f"FROM (SELECT a.id, {_SQLITE_JSON} AS j {select})",
-        "SELECT string_agg(row_to_json(w)::text, ',' ORDER BY w.id), count(*), max(w.id) "
-        f"FROM (SELECT {_PG_COLUMNS} {select}) w",
+        "SELECT CAST(group_concat(j, ',') AS BLOB), count(*), max(id) "
+        f"FROM (SELECT a.id, {_SQLITE_JSON} AS j FROM addresses a WHERE {where} "
+        f"ORDER BY a.id {tail})"
     )
 
 
-def _with_owner(joined: tuple[str, str], *, count: bool) -> Sql:
-    """The key check first: one row of (owner, total, items, n, last), or no row at all
-    for an unknown or revoked key."""
-    total = (
-        "(SELECT count(*) FROM addresses WHERE user_id = (SELECT user_id FROM o))"
-        if count
-        else "NULL"
+def _pg_rows(where: str, tail: str) -> str:
+    """The addresses matching ``where`` as plain columns in the wire's order.
+
+    PostgreSQL's own JSON (row_to_json, json_build_object, text concatenation) cost its
+    backend 2.7-3.7 ms of CPU for 1,000 addresses; the same rows in asyncpg's binary
+    format cost it 0.8 ms, and turning them into JSON here 1.6 ms: the request costs less
+    CPU in all, on a machine whose cores the server and the database share.
+    """
+    return f"SELECT {_PG_COLUMNS} FROM addresses a WHERE {where} ORDER BY a.id {tail}"
+
+
+def _with_owner(where: str, tail: str, *, count: bool) -> Sql:
+    """The key check first, in the same statement as the data: no row at all for an
+    unknown or revoked key. SQLite: one row of (owner, total, items, n, last).
+    PostgreSQL: (owner, total, *address) per address, or one row of (owner, total,
+    NULL, ...) when there are none."""
+    # The total is the count the database keeps per owner (migration 0005): counting the
+    # rows walked all of the owner's index entries on every page.
+    total = "o.address_count" if count else "NULL"
+    head = f"WITH o AS MATERIALIZED ({_KEY_AND_TOTAL if count else _KEY}), c AS MATERIALIZED "
+    return Sql.each(
+        f"{head}({_sqlite_joined(where, tail)}) SELECT o.user_id, {total}, c.* FROM o CROSS JOIN c",
+        f"{head}({_pg_rows(where, tail)}) SELECT o.user_id, {total}, c.* "
+        "FROM o LEFT JOIN c ON TRUE ORDER BY c.id",
     )
-
-    def text(inner: str) -> str:
-        return (
-            f"WITH o AS MATERIALIZED ({_KEY}), c AS MATERIALIZED ({inner}) "
-            f"SELECT o.user_id, {total}, c.* FROM o CROSS JOIN c"
-        )
-
-    return Sql.each(text(joined[0]), text(joined[1]))
 
 
 _OF_OWNER = "a.user_id = (SELECT user_id FROM o)"
-PAGE = _with_owner(_joined(_OF_OWNER, "LIMIT ? OFFSET ?"), count=True)
-FIRST_CHUNK = _with_owner(_joined(f"{_OF_OWNER} AND a.id > ?", "LIMIT ?"), count=False)
-CHUNK = Sql.each(*_joined("a.user_id = ? AND a.id > ?", "LIMIT ?"))
+PAGE = _with_owner(_OF_OWNER, "LIMIT ? OFFSET ?", count=True)
+FIRST_CHUNK = _with_owner(f"{_OF_OWNER} AND a.id > ?", "LIMIT ?", count=False)
+CHUNK = Sql.each(
+    _sqlite_joined("a.user_id = ? AND a.id > ?", "LIMIT ?"),
+    _pg_rows("a.user_id = ? AND a.id > ?", "LIMIT ?"),
+)
+# The wire's keys, in the order of _PG_COLUMNS.
+_KEYS = (*_FIELDS, "full_address")
+
+
+def _pg_items(rows: Sequence[Row], skip: int) -> tuple[bytes, int, int | None]:
+    """The JSON of the addresses in ``rows`` (after ``skip`` leading columns) joined by
+    commas, how many, and the last id."""
+    found = [dict(zip(_KEYS, row[skip:], strict=True)) for row in rows if row[skip] is not None]
+    if not found:
+        return b"", 0, None
+    return orjson.dumps(found)[1:-1], len(found), int(found[-1]["id"])
 
 
 @dataclass(frozen=True, slots=True)
 class Page:
     user_id: int
     count: int
-    items: str
-    """The page's addresses as JSON texts joined by commas (empty for none)."""
+    items: bytes
+    """The page's addresses as JSON joined by commas (empty for none)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
     user_id: int
-    items: str
-    """Addresses as JSON texts joined by commas (empty for none)."""
+    items: bytes
+    """Addresses as JSON joined by commas (empty for none)."""
     size: int
     last_id: int
 
@@ -121,8 +150,11 @@ async def page(raw: Raw, key_hash: str, *, offset: int, limit: int) -> Page | No
     found = await raw.rows(PAGE, key_hash, limit, offset)
     if not found:
         return None
-    user_id, total, items, _, _ = found[0]
-    return Page(int(user_id), int(total), items or "")
+    user_id, total = found[0][0], found[0][1]
+    if raw.dialect == "postgresql":
+        items, _, _ = _pg_items(found, 2)
+        return Page(int(user_id), int(total), items)
+    return Page(int(user_id), int(total), found[0][2] or b"")
 
 
 async def first_chunk(raw: Raw, key_hash: str, size: int) -> Chunk | None:
@@ -130,14 +162,22 @@ async def first_chunk(raw: Raw, key_hash: str, size: int) -> Chunk | None:
     found = await raw.rows(FIRST_CHUNK, key_hash, 0, size)
     if not found:
         return None
-    user_id, _, items, n, last = found[0]
-    return Chunk(int(user_id), items or "", int(n), int(last or 0))
+    user_id = int(found[0][0])
+    if raw.dialect == "postgresql":
+        items, n, last = _pg_items(found, 2)
+        return Chunk(user_id, items, n, last or 0)
+    _, _, joined, n, last = found[0]
+    return Chunk(user_id, joined or b"", int(n), int(last or 0))
 
 
 async def next_chunk(raw: Raw, user_id: int, after: int, size: int) -> Chunk:
     """The owner's next ``size`` addresses with an id above ``after``."""
-    items, n, last = (await raw.rows(CHUNK, user_id, after, size))[0]
-    return Chunk(user_id, items or "", int(n), int(last or after))
+    found = await raw.rows(CHUNK, user_id, after, size)
+    if raw.dialect == "postgresql":
+        items, n, last = _pg_items(found, 0)
+        return Chunk(user_id, items, n, last or after)
+    joined, n, last = found[0]
+    return Chunk(user_id, joined or b"", int(n), int(last or after))
 
 
 _OWNER_OF_KEY = Sql.same(_KEY)
