@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import orjson
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.api.schemas import address_json
@@ -12,8 +15,10 @@ from maskmail.core import keys
 from maskmail.core.errors import AddressTaken, LimitReached
 from maskmail.store import accounts, raw, wire
 from maskmail.store import addresses as store
+from maskmail.store.engine import create_engine
 from maskmail.store.tables import addresses
 from tests.core.test_addresses import pinned
+from tests.support import fresh_database
 
 pytestmark = pytest.mark.anyio
 DOMAIN = "relay.test"
@@ -129,3 +134,17 @@ async def test_create_for_key_holds_the_limit(conn: AsyncConnection) -> None:
     made = await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8, limit=3)
     assert made is not None and made.user_id == user
     assert await wire.create_for_key(driver, "0" * 64, domain=DOMAIN, length=8, limit=3) is None
+
+
+async def _plan_cache_mode(url: str) -> object:
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            return await conn.scalar(text("SHOW plan_cache_mode"))
+    finally:
+        await engine.dispose()
+
+
+def test_postgresql_connections_keep_each_statements_generic_plan(tmp_path: Path) -> None:
+    with fresh_database("postgres", tmp_path) as url:
+        assert asyncio.run(_plan_cache_mode(url)) == "force_generic_plan"
