@@ -14,7 +14,7 @@ from fastapi import Request
 from starlette.responses import Response, StreamingResponse
 
 from maskmail.api.deps import refuse_unknown_key
-from maskmail.api.urls import page_links, public_url
+from maskmail.api.urls import links_for
 from maskmail.config import Settings
 from maskmail.core import paging
 from maskmail.store import wire
@@ -40,7 +40,7 @@ async def page_body(request: Request, key_hash: str, settings: Settings) -> Resp
         found = await wire.page(raw, key_hash, offset=min(want.offset, MAX_OFFSET), limit=want.size)
     if found is None:
         await refuse_unknown_key(request)
-    link = page_links(public_url(request, settings))
+    link = links_for(request, settings)
     following = link(want.page + 1) if paging.has_next(want, found.count) else None
     previous = link(want.page - 1) if want.page > 1 else None
     body = b'{"count":%d,"next":%b,"previous":%b,"results":%b}' % (
