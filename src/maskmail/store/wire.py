@@ -153,7 +153,7 @@ async def page(raw: Raw, key_hash: str, *, offset: int, limit: int) -> Page | No
 
 async def first_chunk(raw: Raw, key_hash: str, size: int) -> Chunk | None:
     """The key's owner and their oldest ``size`` addresses; None for an unknown key."""
-    found = await raw.rows(FIRST_CHUNK, key_hash, 0, size)
+    found = await raw.bulk_rows(FIRST_CHUNK, key_hash, 0, size)
     if not found:
         return None
     items, n, last, user_id, _ = found[0]
@@ -162,7 +162,7 @@ async def first_chunk(raw: Raw, key_hash: str, size: int) -> Chunk | None:
 
 async def next_chunk(raw: Raw, user_id: int, after: int, size: int) -> Chunk:
     """The owner's next ``size`` addresses with an id above ``after``."""
-    items, n, last = (await raw.rows(CHUNK, user_id, after, size))[0]
+    items, n, last = (await raw.bulk_rows(CHUNK, user_id, after, size))[0]
     return Chunk(user_id, items or b"", int(n), int(last or after))
 
 
