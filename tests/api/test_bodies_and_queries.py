@@ -52,13 +52,18 @@ def _counting(source: RawSource, sent: list[str]) -> RawSource:
     @asynccontextmanager
     async def counted() -> AsyncIterator[Raw]:
         async with source() as raw:
-            rows = raw.rows
+            rows, bulk_rows = raw.rows, raw.bulk_rows
 
             async def noted(sql: Sql, *args: Any) -> Sequence[Row]:
                 sent.append(sql.sqlite)
                 return await rows(sql, *args)
 
+            async def noted_bulk(sql: Sql, *args: Any) -> Sequence[Row]:
+                sent.append(sql.sqlite)
+                return await bulk_rows(sql, *args)
+
             raw.rows = noted  # type: ignore[method-assign]
+            raw.bulk_rows = noted_bulk  # type: ignore[method-assign]
             yield raw
 
     return counted

@@ -6,13 +6,14 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 
 from maskmail.store.engine import create_engine
-from maskmail.store.migrate import head_revision, upgrade
-from maskmail.store.tables import metadata
+from maskmail.store.migrate import alembic_config, head_revision, upgrade
+from maskmail.store.tables import metadata, users
 from tests.support import BACKENDS, fresh_database, run_cli
 
 
@@ -49,3 +50,46 @@ def test_upgrade_twice_through_the_cli(backend: str, tmp_path: Path) -> None:
 def test_upgrade_is_idempotent_in_process(database_url: str) -> None:
     upgrade(database_url)
     upgrade(database_url)
+
+
+async def _seed_before_counts(url: str) -> None:
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with engine.begin() as conn:
+            for user_id, n in ((1, 3), (2, 0), (3, 1)):
+                await conn.exec_driver_sql(
+                    "INSERT INTO users (id, email, email_key, created_time) "
+                    f"VALUES ({user_id}, 'u{user_id}@example.com', 'u{user_id}@example.com', 1)"
+                )
+                for i in range(n):
+                    await conn.exec_driver_sql(
+                        "INSERT INTO addresses (user_id, address, domain, created_time) "
+                        f"VALUES ({user_id}, 'a{user_id}x{i}', 'relay.test', 1)"
+                    )
+    finally:
+        await engine.dispose()
+
+
+async def _counts(url: str) -> list[tuple[int, int]]:
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                select(users.c.id, users.c.address_count).order_by(users.c.id)
+            )
+            return [(int(user_id), int(count)) for user_id, count in rows]
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_address_counts_are_filled_in_for_existing_users(backend: str, tmp_path: Path) -> None:
+    with fresh_database(backend, tmp_path) as url:
+        command.upgrade(alembic_config(url), "0004")
+        asyncio.run(_seed_before_counts(url))
+        upgrade(url)
+        assert asyncio.run(_counts(url)) == [(1, 3), (2, 0), (3, 1)]
+        # Down and up again: the addresses survive the downgrade and are counted anew.
+        command.downgrade(alembic_config(url), "0003")
+        upgrade(url)
+        assert asyncio.run(_counts(url)) == [(1, 3), (2, 0), (3, 1)]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import orjson
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.api.schemas import address_json
@@ -12,8 +15,10 @@ from maskmail.core import keys
 from maskmail.core.errors import AddressTaken, LimitReached
 from maskmail.store import accounts, raw, wire
 from maskmail.store import addresses as store
+from maskmail.store.engine import create_engine
 from maskmail.store.tables import addresses
 from tests.core.test_addresses import pinned
+from tests.support import fresh_database
 
 pytestmark = pytest.mark.anyio
 DOMAIN = "relay.test"
@@ -49,7 +54,7 @@ async def test_database_json_equals_the_api_json_for_every_kind_of_value(
     found = await wire.page(await raw.of_connection(conn), key_hash, offset=0, limit=10)
     assert found is not None
     expected = [address_json(r) for r in await store.list_addresses(conn, user)]
-    assert orjson.loads(f"[{found.items}]") == expected
+    assert orjson.loads(b"[%b]" % found.items) == expected
     assert expected[0]["full_address"] == f"{first.address}@sub.{DOMAIN}"
     assert expected[1]["full_address"] == f"{second.address}@{DOMAIN}"
     assert [item["id"] for item in expected] == [first.id, second.id, third.id]
@@ -62,9 +67,9 @@ async def test_a_page_counts_all_and_holds_its_slice(conn: AsyncConnection) -> N
     driver = await raw.of_connection(conn)
     found = await wire.page(driver, key_hash, offset=2, limit=3)
     assert found is not None and found.user_id == user and found.count == 7
-    assert [a["id"] for a in orjson.loads(f"[{found.items}]")] == ids[2:5]
+    assert [a["id"] for a in orjson.loads(b"[%b]" % found.items)] == ids[2:5]
     past = await wire.page(driver, key_hash, offset=7, limit=3)
-    assert past is not None and past.count == 7 and past.items == ""
+    assert past is not None and past.count == 7 and past.items == b""
 
 
 async def test_chunks_cover_the_list_once_in_order(conn: AsyncConnection) -> None:
@@ -73,10 +78,10 @@ async def test_chunks_cover_the_list_once_in_order(conn: AsyncConnection) -> Non
     driver = await raw.of_connection(conn)
     chunk = await wire.first_chunk(driver, key_hash, 3)
     assert chunk is not None and chunk.user_id == user
-    seen = [a["id"] for a in orjson.loads(f"[{chunk.items}]")]
+    seen = [a["id"] for a in orjson.loads(b"[%b]" % chunk.items)]
     while chunk.size == 3:
         chunk = await wire.next_chunk(driver, user, chunk.last_id, 3)
-        seen += [a["id"] for a in orjson.loads(f"[{chunk.items}]")] if chunk.size else []
+        seen += [a["id"] for a in orjson.loads(b"[%b]" % chunk.items)] if chunk.size else []
     assert seen == ids
 
 
@@ -93,8 +98,8 @@ async def test_unknown_or_revoked_keys_find_nothing(conn: AsyncConnection) -> No
 async def test_an_owner_without_addresses_has_an_empty_list(conn: AsyncConnection) -> None:
     key_hash, user = await _owner(conn, "empty@example.com", 0)
     driver = await raw.of_connection(conn)
-    assert await wire.page(driver, key_hash, offset=0, limit=10) == wire.Page(user, 0, "")
-    assert await wire.first_chunk(driver, key_hash, 10) == wire.Chunk(user, "", 0, 0)
+    assert await wire.page(driver, key_hash, offset=0, limit=10) == wire.Page(user, 0, b"")
+    assert await wire.first_chunk(driver, key_hash, 10) == wire.Chunk(user, b"", 0, 0)
 
 
 async def test_create_for_key_skips_used_addresses_and_refuses_unknown_keys(
@@ -129,3 +134,17 @@ async def test_create_for_key_holds_the_limit(conn: AsyncConnection) -> None:
     made = await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8, limit=3)
     assert made is not None and made.user_id == user
     assert await wire.create_for_key(driver, "0" * 64, domain=DOMAIN, length=8, limit=3) is None
+
+
+async def _plan_cache_mode(url: str) -> object:
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with engine.connect() as conn:
+            return await conn.scalar(text("SHOW plan_cache_mode"))
+    finally:
+        await engine.dispose()
+
+
+def test_postgresql_connections_keep_each_statements_generic_plan(tmp_path: Path) -> None:
+    with fresh_database("postgres", tmp_path) as url:
+        assert asyncio.run(_plan_cache_mode(url)) == "force_generic_plan"

@@ -12,6 +12,7 @@ from starlette.middleware.cors import CORSMiddleware
 from maskmail import __version__
 from maskmail.api import docs, errors
 from maskmail.api.bodylimit import BodyLimit
+from maskmail.api.hot import HotRoutes
 from maskmail.api.proxy import PathMiddleware
 from maskmail.api.ratelimit import Limiter
 from maskmail.api.routes import addresses, bounces, compat_addy, compat_simplelogin, contacts
@@ -70,6 +71,14 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(compat_addy.router)
     app.include_router(compat_simplelogin.router)
     docs.install(app, patches=[compat_addy.document_domain(settings.domain)])
+    # Innermost: the two hottest routes skip routing, everything else still applies.
+    app.add_middleware(
+        HotRoutes,
+        routes={
+            ("GET", addresses.router.prefix): addresses.list_addresses,
+            ("POST", addresses.router.prefix): addresses.create_address,
+        },
+    )
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     # Browser extensions and web vaults call from another origin; preflights are
     # answered here, before routing.

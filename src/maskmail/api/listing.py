@@ -14,7 +14,7 @@ from fastapi import Request
 from starlette.responses import Response, StreamingResponse
 
 from maskmail.api.deps import refuse_unknown_key
-from maskmail.api.urls import page_links, public_url
+from maskmail.api.urls import links_for
 from maskmail.config import Settings
 from maskmail.core import paging
 from maskmail.store import wire
@@ -28,8 +28,8 @@ CHUNK = 2000
 MAX_OFFSET = 2**62
 
 
-def _array(items: str) -> bytes:
-    return f"[{items}]".encode()
+def _array(items: bytes) -> bytes:
+    return b"[%b]" % items
 
 
 async def page_body(request: Request, key_hash: str, settings: Settings) -> Response:
@@ -40,7 +40,7 @@ async def page_body(request: Request, key_hash: str, settings: Settings) -> Resp
         found = await wire.page(raw, key_hash, offset=min(want.offset, MAX_OFFSET), limit=want.size)
     if found is None:
         await refuse_unknown_key(request)
-    link = page_links(public_url(request, settings))
+    link = links_for(request, settings)
     following = link(want.page + 1) if paging.has_next(want, found.count) else None
     previous = link(want.page - 1) if want.page > 1 else None
     body = b'{"count":%d,"next":%b,"previous":%b,"results":%b}' % (
@@ -68,11 +68,11 @@ async def _stream(source: RawSource, first: wire.Chunk) -> AsyncIterator[bytes]:
     """Each chunk is its own statement on a connection held only while it runs, so a slow
     client holds no connection; an address created meanwhile appears if it is newer than
     the last one sent (ids only grow), and none appears twice."""
-    yield f"[{first.items}".encode()
+    yield b"[" + first.items
     chunk = first
     while chunk.size == CHUNK:
         async with source() as raw:
             chunk = await wire.next_chunk(raw, chunk.user_id, chunk.last_id, CHUNK)
         if chunk.size:
-            yield f",{chunk.items}".encode()
+            yield b"," + chunk.items
     yield b"]"

@@ -32,6 +32,14 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
+# Every statement is prepared once per connection (asyncpg), and its generic plan is kept.
+# By default PostgreSQL planned a page anew on each execution, because the generic plan's
+# estimate for an unknown LIMIT looked dearer than a custom plan: planning doubled the
+# backend's CPU per page (docs/benchmarks.md). Our statements look rows up by keys and
+# owners, where the generic plan is the custom one.
+PG_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
+
+
 def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
     """An async engine; for SQLite, with WAL, a busy timeout and ``BEGIN IMMEDIATE``."""
     if is_sqlite(url):
@@ -50,7 +58,12 @@ def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
     # again at once, and each PostgreSQL connection costs a backend process and a TLS
     # attempt; requests beyond the pool wait for a connection instead (docs/benchmarks.md).
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=0, pool_timeout=10, pool_recycle=3600
+        url,
+        pool_size=pool_size,
+        max_overflow=0,
+        pool_timeout=10,
+        pool_recycle=3600,
+        connect_args={"server_settings": PG_SETTINGS},
     )
 
 

@@ -58,6 +58,10 @@ class Raw(Protocol):
 
     async def rows(self, sql: Sql, *args: Any) -> Sequence[Row]: ...
 
+    async def bulk_rows(self, sql: Sql, *args: Any) -> Sequence[Row]:
+        """``rows``, for a statement that takes milliseconds (a chunk of a listing)."""
+        ...
+
     def writing(self) -> AbstractAsyncContextManager[None]:
         """A write transaction, or nothing when the caller already holds one."""
         ...
@@ -75,6 +79,20 @@ class SqliteRaw:
 
     async def rows(self, sql: Sql, *args: Any) -> list[Row]:
         return self._conn.execute(sql.sqlite, args).fetchall()
+
+    async def bulk_rows(self, sql: Sql, *args: Any) -> list[Row]:
+        """On a worker thread: sqlite3 lets go of the GIL while SQLite works, so writing a
+        chunk's JSON (milliseconds) runs beside the event loop instead of stopping it.
+        The connection is this caller's alone until it goes back to the pool, and it goes
+        back only after the statement finished, even when the caller is cancelled."""
+        work = asyncio.get_running_loop().run_in_executor(
+            None, lambda: self._conn.execute(sql.sqlite, args).fetchall()
+        )
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            await asyncio.wait([work])
+            raise
 
     @asynccontextmanager
     async def writing(self) -> AsyncIterator[None]:
@@ -104,6 +122,12 @@ class PgRaw:
         self._mutex = mutex
 
     async def rows(self, sql: Sql, *args: Any) -> Sequence[Row]:
+        return await self._fetch(sql, *args)
+
+    async def bulk_rows(self, sql: Sql, *args: Any) -> Sequence[Row]:
+        return await self._fetch(sql, *args)
+
+    async def _fetch(self, sql: Sql, *args: Any) -> Sequence[Row]:
         if self._mutex is None:
             found: Sequence[Row] = await self._conn.fetch(sql.postgresql, *args)
             return found

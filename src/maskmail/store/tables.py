@@ -39,6 +39,8 @@ users = Table(
     Column("created_time", BigInteger, nullable=False),
     # Whether the user's display name goes out with their replies (off: only the address).
     Column("show_name", Boolean, nullable=False, server_default=false()),
+    # How many addresses the user has: kept by triggers on addresses (migration 0005).
+    Column("address_count", BigInteger, nullable=False, server_default="0"),
 )
 
 api_keys = Table(

@@ -17,12 +17,12 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.add_column(
-            sa.Column("show_name", sa.Boolean, nullable=False, server_default=sa.false())
-        )
+    # A plain ALTER, never a batch copy of users: on SQLite the copy drops the old table,
+    # and with foreign keys on, that deletes every user's addresses and keys.
+    op.add_column(
+        "users", sa.Column("show_name", sa.Boolean, nullable=False, server_default=sa.false())
+    )
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("users") as batch:
-        batch.drop_column("show_name")
+    op.execute("ALTER TABLE users DROP COLUMN show_name")

@@ -1,0 +1,56 @@
+"""The list and create routes, answered without the framework's routing machinery.
+
+``GET`` and ``POST /v3/relay/addresses`` are nearly all of a client's traffic. For them,
+FastAPI's per-request work (routing, the exception middleware, the exit stack, solving
+the endpoint's signature) cost about as much as the endpoint itself
+(docs/benchmarks.md), so this middleware, the innermost, calls the same endpoint
+functions directly. Every middleware outside it (paths, CORS, body limit, the 500
+handler) still applies, errors are rendered by the same handlers, and FastAPI keeps the
+routes for its documentation and for every other method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from maskmail.api import errors
+from maskmail.core.errors import MaskmailError
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def route_path(scope: Scope) -> str:
+    """The path routing sees: without the ``root_path`` a proxy prefix put in front."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in {"", "/"}:
+        return path[len(root) :]
+    return path
+
+
+class HotRoutes:
+    """Answers ``(method, path)`` pairs with their endpoint; passes everything else on."""
+
+    def __init__(self, app: ASGIApp, routes: dict[tuple[str, str], Endpoint]) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = (
+            self.routes.get((scope["method"], route_path(scope)))
+            if scope["type"] == "http"
+            else None
+        )
+        if endpoint is None:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive, send)
+        try:
+            response = await endpoint(request)
+        except MaskmailError as exc:
+            response = await errors.on_maskmail_error(request, exc)
+        await response(scope, receive, send)
