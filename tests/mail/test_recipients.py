@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.mail.plane import mail_plane
-from maskmail.store.addresses import delete_address
+from maskmail.store.addresses import delete_address, update_address
 from maskmail.store.engine import transaction
 from tests.mail.conftest import (
     DOMAIN,
@@ -169,3 +169,29 @@ async def test_oversized_message_is_552_and_counts_nothing(
     # Under the limit, the same session shape delivers.
     await send_async(small_relay, "alice@example.com", [mask.address], message(to=mask.address))
     assert len(sink.messages) == 1
+
+
+async def test_an_address_deleted_or_disabled_after_rcpt_is_looked_up_again_at_data(
+    relay: int, sink: Sink, masks: Masks, relay_engine: AsyncEngine
+) -> None:
+    gone, off = await masks.make(), await masks.make()
+    # Connecting reads the banner: not on the loop the server runs on.
+    client = await asyncio.to_thread(smtplib.SMTP, HOST, relay, timeout=30)
+    try:
+        await asyncio.to_thread(client.ehlo, "client.example.com")
+        replies = []
+        for mask in (gone, off):
+            await asyncio.to_thread(client.mail, "alice@example.com")
+            assert (await asyncio.to_thread(client.rcpt, mask.address))[0] == 250
+            async with transaction(relay_engine) as conn:
+                if mask is gone:
+                    await delete_address(conn, mask.user_id, mask.address_id)
+                else:
+                    await update_address(conn, mask.user_id, mask.address_id, {"enabled": False})
+            replies.append(await asyncio.to_thread(client.data, message(to=mask.address)))
+    finally:
+        await asyncio.to_thread(client.quit)
+    assert (replies[0][0], replies[0][1][:5]) == (550, b"5.1.1")
+    assert replies[1][0] == 250
+    assert sink.messages == []
+    assert await off.counters() == counts(blocked=1)

@@ -11,7 +11,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from maskmail.core.errors import AddressTaken
 from maskmail.store.addresses import delete_address
 from maskmail.store.engine import transaction
-from maskmail.store.reverse_aliases import find_reverse_alias, reverse_alias_for
+from maskmail.store.raw import Source
+from maskmail.store.reverse_aliases import find_reverse_alias, found_or_made, reverse_alias_for
 from tests.support import new_address
 
 pytestmark = pytest.mark.anyio
@@ -74,3 +75,31 @@ async def test_concurrent_first_use_agrees_on_one_alias(engine: AsyncEngine) -> 
 
     made = await asyncio.gather(*(make() for _ in range(4)))
     assert len(set(made)) == 1
+
+
+async def test_on_a_connection_of_its_own_a_colliding_draw_is_drawn_again(
+    engine: AsyncEngine,
+) -> None:
+    # As the mail plane makes them: autocommit on PostgreSQL, a write transaction of its
+    # own on SQLite.
+    async with transaction(engine) as conn:
+        _, address_id = await new_address(conn)
+    source = Source(engine)
+    fixed = b"\x03" * 15
+    async with source() as raw:
+        first = await found_or_made(raw, address_id, "a@example.com", domain=DOMAIN,
+                                    token=lambda n: fixed)  # fmt: skip
+    draws = tokens(fixed, b"\x04" * 15)
+    async with source() as raw:
+        second = await found_or_made(
+            raw, address_id, "b@example.com", domain=DOMAIN, token=lambda n: next(draws)
+        )
+        again = await found_or_made(raw, address_id, "A@example.com", domain=DOMAIN)
+    assert second.alias != first.alias and again == first
+    with pytest.raises(AddressTaken):
+        async with source() as raw:
+            await found_or_made(raw, address_id, "c@example.com", domain=DOMAIN,
+                                token=lambda n: fixed)  # fmt: skip
+    async with transaction(engine, readonly=True) as conn:
+        assert await find_reverse_alias(conn, first.alias) == first
+        assert await find_reverse_alias(conn, second.alias) == second

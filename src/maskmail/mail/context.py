@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
 from maskmail.mail.spam import SpamJudge
+from maskmail.store.raw import RawSource, Source
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,11 @@ class MailContext:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     # Hosts whose Authentication-Results count; empty: the newest header only.
     authserv_ids: tuple[str, ...] = ()
+    # Driver connections from the engine's pool, for the statements every message runs.
+    raw: RawSource = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "raw", Source(self.engine))
 
 
 def peer_ip(session: Any) -> str | None:

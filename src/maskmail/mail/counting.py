@@ -18,7 +18,8 @@ async def count(ctx: MailContext, address_id: int, verdict: Verdict, *, sent: bo
     if not verdict.counters:
         return
     try:
-        await mailflow.count(ctx.engine, address_id, verdict.counters)
+        async with ctx.raw() as raw:
+            await mailflow.count(raw, address_id, verdict.counters)
     except MaskmailError:
         if not sent:
             raise

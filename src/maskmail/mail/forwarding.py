@@ -19,7 +19,6 @@ from maskmail.mail import rewrite
 from maskmail.mail.context import MailContext, envelope_sender, peer_ip
 from maskmail.mail.counting import count
 from maskmail.store import mailflow
-from maskmail.store.engine import transaction
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +30,11 @@ def owner_is_relay(ctx: MailContext, owner_mailbox: str) -> bool:
         return False
 
 
-async def _find(ctx: MailContext, mailbox: Mailbox) -> mailflow.Recipient:
-    async with transaction(ctx.engine, readonly=True) as conn:
-        found = await mailflow.find_recipient(conn, mailbox.local, mailbox.domain)
+async def _find(
+    ctx: MailContext, mailbox: Mailbox, sender: str | None = None
+) -> mailflow.Recipient:
+    async with ctx.raw() as raw:
+        found = await mailflow.find_recipient(raw, mailbox.local, mailbox.domain, sender=sender)
     if found is None:
         raise AddressNotFound("no such address")
     return found
@@ -50,11 +51,13 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
     """Deliver, block or drop one message; return once it is done and counted."""
     mail_from = envelope_sender(env)
     raw: bytes = env.original_content
-    # Looked up again: the address may have been disabled or deleted since RCPT.
-    found = await _find(ctx, mailbox)
     header_block, _ = rewrite.split_message(raw)
     headers = rewrite.parse_headers(header_block)
     fields = rewrite.header_fields(headers)
+    origin = rewrite.origin(headers, mail_from)
+    # Looked up again: the address may have been disabled or deleted since RCPT. The
+    # reverse alias for replies comes with it when it was made before.
+    found = await _find(ctx, mailbox, _replier(origin.reply_to))
     ip = peer_ip(session)
     helo = getattr(session, "host_name", None)
     # A disabled address blocks whatever the verdict: do not ask rspamd in vain.
@@ -77,8 +80,9 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
     if verdict.action is Action.REFUSE:
         raise verdict.refusal(verdict.reason)
     if verdict.action is Action.FORWARD:
-        origin = rewrite.origin(headers, mail_from)
-        reverse_alias = await _reverse_alias(ctx, found.address.id, origin.reply_to)
+        reverse_alias = found.reverse_alias or await _reverse_alias(
+            ctx, found.address.id, origin.reply_to
+        )
         message = rewrite.rewrite(
             raw,
             fields,
@@ -104,12 +108,19 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
     await count(ctx, found.address.id, verdict, sent=verdict.action is Action.FORWARD)
 
 
+def _replier(reply_to: str) -> str | None:
+    """Whom replies go to; None when there is nobody to answer (a bounce with no From),
+    so that no reverse alias stands for an empty sender."""
+    return reply_to if "@" in reply_to else None
+
+
 async def _reverse_alias(ctx: MailContext, address_id: int, reply_to: str) -> str | None:
-    """The reverse alias replies should go to; None when there is nobody to answer
-    (a bounce with no From), so that no alias stands for an empty sender."""
-    if "@" not in reply_to:
+    """The reverse alias replies should go to, made now if this is the sender's first."""
+    sender = _replier(reply_to)
+    if sender is None:
         return None
-    return await mailflow.reverse_alias(ctx.engine, address_id, reply_to, domain=ctx.domain)
+    async with ctx.raw() as raw:
+        return await mailflow.reverse_alias(raw, address_id, sender, domain=ctx.domain)
 
 
 async def _send(ctx: MailContext, message: bytes, verdict: Verdict, address_id: int) -> None:

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import reverse
 from maskmail.core.errors import AddressTaken
 from maskmail.store.clock import now
+from maskmail.store.raw import Raw, Sql, of_connection
 from maskmail.store.tables import reverse_aliases
 
 # A collision of two 120-bit draws never happens; a row made concurrently for the same
@@ -53,19 +52,31 @@ _columns = [
 ]
 
 
-async def _find_pair(conn: AsyncConnection, address_id: int, sender: str) -> ReverseAlias | None:
-    row = (
-        await conn.execute(
-            select(*_columns).where(
-                reverse_aliases.c.address_id == address_id, reverse_aliases.c.sender == sender
-            )
-        )
-    ).first()
-    return None if row is None else _record(row)
+# Found or made in one round trip on PostgreSQL: the pair's row if there is one, else the
+# row this statement inserts. Neither (an empty result) means a row for the pair was
+# committed after the statement's snapshot, or the drawn alias is taken: the next round
+# sees the former and draws the latter again. A statement alone is atomic, so the mail
+# plane runs it in autocommit.
+_FOUND_OR_MADE = Sql(
+    "",
+    "WITH f AS (SELECT alias, domain, created_time FROM reverse_aliases "
+    "WHERE address_id = $1 AND sender = $2), "
+    "m AS (INSERT INTO reverse_aliases (address_id, sender, alias, domain, created_time) "
+    "SELECT $1, $2, $3::varchar, $4::varchar, $5::bigint WHERE NOT EXISTS (SELECT 1 FROM f) "
+    "ON CONFLICT DO NOTHING RETURNING alias, domain, created_time) "
+    "SELECT * FROM f UNION ALL SELECT * FROM m",
+)
+_PAIR = Sql.same(
+    "SELECT alias, domain, created_time FROM reverse_aliases WHERE address_id = ? AND sender = ?"
+)
+_INSERT = Sql.same(
+    "INSERT INTO reverse_aliases (address_id, sender, alias, domain, created_time) "
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING alias, domain, created_time"
+)
 
 
-async def reverse_alias_for(
-    conn: AsyncConnection,
+async def found_or_made(
+    raw: Raw,
     address_id: int,
     sender: str,
     *,
@@ -76,29 +87,39 @@ async def reverse_alias_for(
 
     Uniqueness rests on the constraints: when a concurrent delivery inserts the same pair
     first, this insert writes nothing (ON CONFLICT DO NOTHING rather than a SAVEPOINT per
-    try: two round trips fewer per new pair) and the winner's row is read back, so both
-    agree. A row not written for a colliding alias is simply drawn again.
+    try) and the winner's row is read in the next round, so both agree. A row not written
+    for a colliding alias is simply drawn again. On SQLite the read and the insert share
+    one write transaction (the caller's, or one of their own), so only a colliding alias
+    can keep a row from being written.
     """
     key = reverse.sender_key(sender)
-    upsert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     for _ in range(MAX_ROUNDS):
-        found = await _find_pair(conn, address_id, key)
-        if found is not None:
-            return found
         alias = reverse.generate_alias_local(token)
-        created = now()
-        written = await conn.execute(
-            upsert(reverse_aliases)
-            .values(
-                address_id=address_id, sender=key, alias=alias, domain=domain, created_time=created
-            )
-            .on_conflict_do_nothing()
-        )
-        if written.rowcount == 1:
-            return ReverseAlias(
-                address_id=address_id, sender=key, alias=alias, domain=domain, created_time=created
-            )
+        if raw.dialect == "postgresql":
+            rows = await raw.rows(_FOUND_OR_MADE, address_id, key, alias, domain, now())
+        else:
+            async with raw.writing():
+                rows = await raw.rows(_PAIR, address_id, key) or await raw.rows(
+                    _INSERT, address_id, key, alias, domain, now()
+                )
+        if rows:
+            made_alias, made_domain, created = rows[0]
+            return ReverseAlias(address_id, key, made_alias, made_domain, created)
     raise AddressTaken("could not make a reverse alias; try again")
+
+
+async def reverse_alias_for(
+    conn: AsyncConnection,
+    address_id: int,
+    sender: str,
+    *,
+    domain: str,
+    token: reverse.TokenSource = secrets.token_bytes,
+) -> ReverseAlias:
+    """``found_or_made`` inside the caller's (write) transaction."""
+    return await found_or_made(
+        await of_connection(conn), address_id, sender, domain=domain, token=token
+    )
 
 
 async def find_reverse_alias(conn: AsyncConnection, alias: str) -> ReverseAlias | None:

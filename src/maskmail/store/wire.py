@@ -227,11 +227,12 @@ async def create(
             continue  # handed out before
         made = await raw.rows(_INSERT, user_id, local, domain, description, created)
         if made:
-            return _record(made[0])
+            return record(made[0])
     raise AddressTaken("could not find a free address; try again")
 
 
-def _record(row: Row) -> RelayAddress:
+def record(row: Row) -> RelayAddress:
+    """An address from the driver's row, columns in RelayAddress's field order."""
     # SQLite returns its booleans as 0/1.
     return RelayAddress(
         row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]), *row[7:]
@@ -275,7 +276,7 @@ async def create_for_key(
                 _CREATE_FOR_KEY, key_hash, tombstone, created, local, domain, created
             )
             if made:
-                return _record(made[0])
+                return record(made[0])
             if await owner_of_key(raw, key_hash) is None:
                 return None
         raise AddressTaken("could not find a free address; try again")
