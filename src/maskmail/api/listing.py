@@ -7,7 +7,10 @@ is streamed: the server's memory does not grow with the list.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from functools import lru_cache
+from types import MappingProxyType
+from urllib.parse import parse_qsl
 
 import orjson
 from fastapi import Request
@@ -28,12 +31,23 @@ CHUNK = 2000
 MAX_OFFSET = 2**62
 
 
+@lru_cache(maxsize=1024)
+def _parsed(raw: bytes) -> Mapping[str, str]:
+    return MappingProxyType(dict(parse_qsl(raw.decode("latin-1"), keep_blank_values=True)))
+
+
+def query_of(request: Request) -> Mapping[str, str]:
+    """The query's values, the last of a repeated name winning, as in Starlette's
+    ``query_params``; parsed once per distinct query string, since clients repeat theirs."""
+    return _parsed(request.scope["query_string"])
+
+
 def _array(items: bytes) -> bytes:
     return b"[%b]" % items
 
 
 async def page_body(request: Request, key_hash: str, settings: Settings) -> Response:
-    query = request.query_params
+    query = query_of(request)
     want = paging.page_request(query.get("page"), query.get("size"), settings.max_page_size)
     source: RawSource = request.app.state.raw
     async with source() as raw:

@@ -81,7 +81,7 @@ async def list_addresses(request: Request) -> Response:
     # No dependencies on the two hottest routes: the key is counted, checked and used in
     # the same statement as the data (store/wire.py), on the driver directly.
     key_hash = await get_key_hash(request)
-    if paging.wants_paging(request.query_params.get("paging")):
+    if paging.wants_paging(listing.query_of(request).get("paging")):
         return await listing.page_body(request, key_hash, request.app.state.settings)
     return await listing.full_body(request, key_hash)
 
