@@ -91,15 +91,18 @@ def _joined(owner: str, after: str, tail: str) -> tuple[str, str]:
     its order. PostgreSQL is asked for a range of the (user_id, id) index: written as
     ``user_id = owner AND id > after``, the generic plan of a table with few owners walked
     the primary key in id order and filtered by owner, reading every newer address in the
-    table to fill a chunk; no plan can serve the row comparison that way.
+    table to fill a chunk; no plan can serve the row comparison that way. Its JSON is
+    written a level above the LIMIT: written beside it, PostgreSQL wrote the JSON of every
+    row an OFFSET skipped (1.2 s for the last page of 100,000 addresses).
     """
     return (
         "SELECT CAST(group_concat(j, ',') AS BLOB), count(*), max(id) "
         f"FROM (SELECT a.id, {_SQLITE_JSON} AS j FROM addresses a "
         f"WHERE a.user_id = {owner} AND a.id > {after} ORDER BY a.id {tail})",
         "SELECT convert_to(string_agg(j, ',' ORDER BY id), 'UTF8'), count(*), max(id) "
-        f"FROM (SELECT a.id, {_PG_JSON} AS j FROM addresses a WHERE a.user_id = {owner} "
-        f"AND (a.user_id, a.id) > ({owner}, {after}) ORDER BY a.user_id, a.id {tail}) w",
+        f"FROM (SELECT a.id, {_PG_JSON} AS j FROM (SELECT * FROM addresses a "
+        f"WHERE a.user_id = {owner} AND (a.user_id, a.id) > ({owner}, {after}) "
+        f"ORDER BY a.user_id, a.id {tail}) a) w",
     )
 
 
