@@ -66,8 +66,8 @@ def publish(
     note = (
         f"{args.reps} rounds of {args.duration:g} s per figure at {args.connections} connections,"
         " systems alternated within each round; medians shown, ratios are medians of per-round"
-        " ratios. The machine was shared with other developers' test runs, so absolute figures"
-        " are noisy; trust the same-run ratios."
+        " ratios. This 2-core machine may be shared, so absolute figures move between runs;"
+        " trust the same-run ratios."
     )
     for title, rows in sections:
         print(f"\n{title}\n")
