@@ -4,7 +4,7 @@ UV := .tools/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := .venv
 
-.PHONY: run test lint typecheck pytest system-deps
+.PHONY: run test check lint typecheck pytest fast-tests system-deps
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -21,6 +21,9 @@ run: .venv/.synced
 ## test: lint, type-check and run every test (PostgreSQL and Redis must be running)
 test: .venv/.synced system-deps lint typecheck pytest
 
+## check: lint, type-check and the fast tests, for the edit-test loop (CI runs `make test`)
+check: .venv/.synced lint typecheck fast-tests
+
 system-deps:
 	bash scripts/system-deps.sh
 
@@ -33,3 +36,6 @@ typecheck:
 
 pytest:
 	.venv/bin/pytest
+
+fast-tests:
+	.venv/bin/pytest -m "not slow" -q -x

@@ -59,7 +59,7 @@ def publish(
         ),
         "# with BENCH_KEY=<the account's key> BENCH_METHOD=GET|POST",
         "# servers: " + shlex.join(api.server_command("maskmail", 0, 1, None)[1:]) + " (maskmail)",
-        "#          PEER_WORKERS=N ../shared/peers/drf/bin/maskmail serve (peer, gunicorn sync)",
+        "#          PEER_WORKERS=N $BENCH_PEER_DIR/bin/maskmail serve (peer, gunicorn sync)",
         "#          uvicorn bench.ceiling:app --workers N (ceiling)",
         "#          uvicorn bench.ceiling:fastapi_app --workers N (bare FastAPI ceiling)",
     ]

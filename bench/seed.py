@@ -20,24 +20,12 @@ import asyncpg
 
 from bench.lab import PEER_DIR, Database, system_env
 from maskmail.core.keys import generate_key, hash_key
+from maskmail.store.addresses import ADDRESS_COLUMNS as STORE_COLUMNS
 
 DOMAIN = "relay.localhost"
 BATCH = 50_000
-ADDRESS_COLUMNS = (
-    "user_id",
-    "address",
-    "domain",
-    "subdomain",
-    "enabled",
-    "block_spam",
-    "description",
-    "created_time",
-    "updated_time",
-    "num_forwarded",
-    "num_blocked",
-    "num_replied",
-    "num_spam",
-)
+# Every stored column but the id, as the store declares them.
+ADDRESS_COLUMNS = tuple(column.name for column in STORE_COLUMNS[1:])
 
 
 class Progress:
@@ -96,9 +84,11 @@ def _batches(rows: Iterator[tuple[object, ...]]) -> Iterator[list[tuple[object, 
 
 @dataclass
 class Rows:
-    """What one load writes: users, their keys, and their addresses in batches."""
+    """What one load writes: users, their mailbox one, their keys, and their addresses in
+    batches."""
 
     users: list[tuple[object, ...]]
+    mailboxes: list[tuple[object, ...]]
     api_keys: list[tuple[object, ...]]
     addresses: Iterator[list[tuple[object, ...]]]
     bar: Progress
@@ -108,12 +98,15 @@ def load_maskmail(db: Database, counts: Sequence[int], *, progress: bool = False
     """Users 1..len(counts), the i-th with counts[i] addresses and one API key; their keys."""
     keys = [generate_key() for _ in counts]
     created = int(time.time())
+    # email_key is the mailbox in lower case (store/accounts.py); these are lower already.
+    users: list[tuple[object, ...]] = [
+        (i, f"user{i}@example.com", f"user{i}@example.com", created)
+        for i in range(1, len(counts) + 1)
+    ]
     rows = Rows(
-        # email_key is the mailbox in lower case (store/accounts.py); these are lower already.
-        users=[
-            (i, f"user{i}@example.com", f"user{i}@example.com", created)
-            for i in range(1, len(counts) + 1)
-        ],
+        users=users,
+        # Mail is forwarded to mailboxes: each user's first is verified and the default.
+        mailboxes=[(i, email, key, True, True, created) for i, email, key, _ in users],
         api_keys=[(i, hash_key(key), created, None) for i, key in enumerate(keys, start=1)],
         addresses=_batches(_address_rows(counts, created)),
         bar=Progress("loading addresses", sum(counts), progress),
@@ -132,6 +125,11 @@ def _load_sqlite(db: Database, rows: Rows) -> None:
         conn.executemany(
             "INSERT INTO users (id, email, email_key, created_time) VALUES (?, ?, ?, ?)",
             rows.users,
+        )
+        conn.executemany(
+            "INSERT INTO mailboxes (user_id, email, email_key, verified, is_default, created_time)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            rows.mailboxes,
         )
         conn.executemany(
             "INSERT INTO api_keys (user_id, key_hash, created_time, revoked_time)"
@@ -158,6 +156,11 @@ async def _load_postgres(db: Database, rows: Rows) -> None:
             )
             await conn.execute(
                 "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT max(id) FROM users))"
+            )
+            await conn.copy_records_to_table(
+                "mailboxes",
+                records=rows.mailboxes,
+                columns=["user_id", "email", "email_key", "verified", "is_default", "created_time"],
             )
             await conn.copy_records_to_table(
                 "api_keys",

@@ -33,12 +33,13 @@ from bench import seed
 from bench.api import ACCOUNTS
 from bench.lab import VENV_BIN, Database, database, run, system_env
 from maskmail.core.keys import hash_key
-from maskmail.store import wire
+from maskmail.core.records import PRIVATE_EMAIL_FIELDS
+from maskmail.store import listing
 
 FULL_OWNER = ACCOUNTS.index(1000) + 1  # seeded users are numbered from 1
 ROUNDS = 3
 _COLUMNS = ", ".join(
-    [*(f"a.{name}" for name in wire.FIELDS), f"{wire.FULL_ADDRESS} AS full_address"]
+    [*(f"a.{name}" for name in listing.STORED_FIELDS), f"{listing.FULL_ADDRESS} AS full_address"]
 )
 _ROWS = "FROM addresses a WHERE a.user_id = $1 ORDER BY a.id"
 # The ways tried to build the full listing's JSON; "concat" is the statement in use.
@@ -46,18 +47,18 @@ JSON_WAYS = {
     "row_to_json": f"SELECT string_agg(row_to_json(w)::text, ',' ORDER BY w.id) "
     f"FROM (SELECT {_COLUMNS} {_ROWS}) w",
     "json_build_object": "SELECT string_agg(json_build_object("
-    + ", ".join(f"'{name}', a.{name}" for name in wire.FIELDS)
-    + f", 'full_address', {wire.FULL_ADDRESS})::text, ',') {_ROWS.replace('ORDER BY a.id', '')}",
+    + ", ".join(f"'{name}', a.{name}" for name in listing.STORED_FIELDS)
+    + f", 'full_address', {listing.FULL_ADDRESS})::text, ',') {_ROWS.replace('ORDER BY a.id', '')}",
     "json_agg": f"SELECT json_agg(w)::text FROM (SELECT {_COLUMNS} {_ROWS}) w",
-    "concat (in use)": wire.CHUNK.postgresql,
+    "concat (in use)": listing.CHUNK.postgresql,
     "plain columns + orjson": f"SELECT {_COLUMNS} {_ROWS}",
 }
-_KEYS = (*wire.FIELDS, "full_address")
+_KEYS = PRIVATE_EMAIL_FIELDS
 # The page in use, and the same statement counting the owner's rows for its total, as
 # round 2's did before the count was kept per owner (items 19 and 20).
 PAGES = {
-    "page": wire.PAGE.postgresql,
-    "page counting rows": wire.PAGE.postgresql.replace(
+    "page": listing.PAGE.postgresql,
+    "page counting rows": listing.PAGE.postgresql.replace(
         "o.address_count",
         "(SELECT count(*) FROM addresses WHERE user_id = (SELECT user_id FROM o))",
     ),
@@ -156,7 +157,7 @@ def _sqlite(db: Database, page_key: str, runs: int) -> list[str]:
         for _ in range(ROUNDS):
             started = time.perf_counter()
             for _ in range(runs * 10):
-                conn.execute(wire.PAGE.sqlite, args).fetchall()
+                conn.execute(listing.PAGE.sqlite, args).fetchall()
             times.append((time.perf_counter() - started) / (runs * 10) * 1e6)
     finally:
         conn.close()

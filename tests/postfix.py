@@ -6,6 +6,7 @@ ports; DNS is off, so it can reach nothing but the loopback next hops it is give
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -50,6 +51,8 @@ class Ports:
     inbound: int  # stands for port 25
     smarthost: int  # 10025 in the doc
     maskmail: int  # 2525 in the doc
+    policy: int  # 10027 in the doc: maskmail's policy service
+    milter: int  # 11332 in the doc: rspamd's proxy worker
     sink: int  # where mail for the owners' domain goes (the internet, in production)
 
 
@@ -59,6 +62,28 @@ def doc_block(title: str) -> str:
         if block.startswith(f"# {title}\n"):
             return str(block)
     raise LookupError(f"docs/postfix.md has no block '# {title}'")
+
+
+RSPAMD_FILES = ("worker-proxy.inc", "milter_headers.conf", "dmarc.conf", "options.inc")
+
+
+def rspamd_files(milter_port: int) -> dict[str, str]:
+    """rspamd's ``local.d`` files as the doc prints them, the milter on ``milter_port``."""
+    files = {name: doc_block(f"local.d/{name} for maskmail") for name in RSPAMD_FILES}
+    files["worker-proxy.inc"] = _replace(
+        files["worker-proxy.inc"], '"127.0.0.1:11332"', f'"127.0.0.1:{milter_port}"'
+    )
+    return files
+
+
+def maskmail_settings(domain: str, smarthost_port: int) -> dict[str, str]:
+    """The doc's ``export`` lines for maskmail, for this test's domain and smarthost."""
+    text = doc_block("maskmail behind Postfix").replace(DOC_DOMAIN, domain)
+    text = _replace(text, "127.0.0.1:10025", f"127.0.0.1:{smarthost_port}")
+    found = re.findall(r"^export (MASKMAIL_[A-Z_]+)=(\S+)$", text, re.M)
+    if not found:
+        raise LookupError("docs/postfix.md sets no MASKMAIL_ variable")
+    return dict(found)
 
 
 def _replace(text: str, old: str, new: str) -> str:
@@ -83,7 +108,12 @@ def configure(
     routes = "".join(
         f", {name}=smtp:[127.0.0.1]:{ports.sink}" for name in (owners_domain, *outside_domains)
     )
-    main = _replace(main, "[127.0.0.1]:2525 }", f"[127.0.0.1]:{ports.maskmail}{routes} }}")
+    main = _replace(main, "[127.0.0.1]:2525", f"[127.0.0.1]:{ports.maskmail}")
+    main = _replace(
+        main, f"[127.0.0.1]:{ports.maskmail} }}", f"[127.0.0.1]:{ports.maskmail}{routes} }}"
+    )
+    main = _replace(main, "inet:127.0.0.1:10027", f"inet:127.0.0.1:{ports.policy}")
+    main = _replace(main, "inet:127.0.0.1:11332", f"inet:127.0.0.1:{ports.milter}")
     master = doc_block("master.cf for maskmail")
     master = _replace(
         master, "smtp      inet  n       -       y", f"127.0.0.1:{ports.inbound} inet n - n"
@@ -115,6 +145,17 @@ def _postfix(conf: Path, action: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["postfix", "-c", str(conf), action], capture_output=True, text=True, timeout=60
     )
+
+
+def queue(log: Path) -> list[dict[str, object]]:
+    """What the instance whose log is ``log`` holds in its queue (``postqueue -j``)."""
+    conf = log.parent / "conf"
+    shown = subprocess.run(
+        ["postqueue", "-c", str(conf), "-j"], capture_output=True, text=True, timeout=60
+    )
+    if shown.returncode != 0:
+        raise RuntimeError(f"postqueue failed: {shown.stderr}")
+    return [json.loads(line) for line in shown.stdout.splitlines() if line.strip()]
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,18 +24,24 @@ NETWORK_MODULES = ("fuzzy_check", "rbl", "phishing", "url_redirector", "neural",
 START_TIMEOUT = 180
 
 
-def _write_config(local: Path, port: int) -> None:
+def _write_config(
+    local: Path, port: int, *, nameserver: str, milter: bool, local_d: Mapping[str, str]
+) -> None:
     override = local / "override.d"
     override.mkdir(parents=True)
     (override / "worker-normal.inc").write_text(f'bind_socket = "127.0.0.1:{port}";\ncount = 1;\n')
-    for worker in ("controller", "proxy", "fuzzy"):
+    for worker in ("controller", "fuzzy") if milter else ("controller", "proxy", "fuzzy"):
         (override / f"worker-{worker}.inc").write_text("enabled = false;\n")
     (override / "logging.inc").write_text('type = "console";\nlevel = "error";\n')
     (override / "options.inc").write_text(
-        'dns {\n  nameserver = ["127.0.0.1:1"];\n  timeout = 0.5s;\n  retransmits = 1;\n}\n'
+        f'dns {{\n  nameserver = ["{nameserver}"];\n  timeout = 0.5s;\n  retransmits = 1;\n}}\n'
         "disable_hyperscan = true;\n"
     )
-    for module in NETWORK_MODULES:
+    (local / "local.d").mkdir()
+    for name, text in local_d.items():
+        (local / "local.d" / name).write_text(text)
+    # hfilter judges the client's host name, which on loopback is "localhost".
+    for module in (*NETWORK_MODULES, "hfilter") if milter else NETWORK_MODULES:
         (override / f"{module}.conf").write_text("enabled = false;\n")
 
 
@@ -54,8 +60,18 @@ def _wait_until_up(url: str, proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_rspamd(tmp: Path) -> Iterator[str]:
-    """Start rspamd; yield its HTTP URL; stop it and its workers afterwards."""
+def running_rspamd(
+    tmp: Path,
+    *,
+    nameserver: str = "127.0.0.1:1",
+    milter: bool = False,
+    local_d: Mapping[str, str] | None = None,
+) -> Iterator[str]:
+    """Start rspamd; yield its HTTP URL; stop it and its workers afterwards.
+
+    ``nameserver`` is its DNS resolver (by default a closed port); with ``milter`` its
+    proxy worker runs too, configured by the ``local_d`` files (``worker-proxy.inc``).
+    """
     binary = shutil.which("rspamd")
     if binary is None:
         raise RuntimeError("rspamd is required (scripts/system-deps.sh installs it)")
@@ -64,7 +80,7 @@ def running_rspamd(tmp: Path) -> Iterator[str]:
     dirs = {name: tmp / name for name in ("db", "run", "log")}
     for path in dirs.values():
         path.mkdir(parents=True)
-    _write_config(local, port)
+    _write_config(local, port, nameserver=nameserver, milter=milter, local_d=local_d or {})
     command = [binary, "-f", "-i", "-c", CONFIG, "--var", f"LOCAL_CONFDIR={local}"]
     command += ["--var", f"DBDIR={dirs['db']}", "--var", f"RUNDIR={dirs['run']}"]
     command += ["--var", f"LOGDIR={dirs['log']}"]

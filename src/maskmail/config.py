@@ -8,6 +8,7 @@ import re
 import secrets
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
@@ -18,6 +19,9 @@ from pydantic_settings import (
 )
 
 CONFIG_FILE_ENV = "MASKMAIL_CONFIG_FILE"
+DATABASE_SCHEMES = frozenset(
+    {"sqlite", "sqlite+aiosqlite", "postgresql", "postgres", "postgresql+asyncpg"}
+)
 _PREFIX = re.compile(r"^(/[A-Za-z0-9._~!$&'()*+,;=:@%-]+)*$")
 
 
@@ -48,13 +52,19 @@ class Settings(BaseSettings):
     domain: str = "relay.localhost"
     smarthost: str = ""
     max_addresses_per_user: int = Field(default=0, ge=0)
+    max_mailboxes_per_user: int = Field(default=10, ge=1)
     max_page_size: int = Field(default=100, ge=1)
     rate_limit: str = "600/minute"
+    # Failed dashboard sign-ins allowed per account and per client.
+    signin_rate_limit: str = "10/minute"
     redis_url: str = ""
     address_length: int = Field(default=8, ge=6, le=64)
     # Hosts whose X-Forwarded-* headers are believed (comma-separated IPs, or "*").
     trusted_proxies: str = "127.0.0.1,::1"
     db_pool_size: int = Field(default=10, ge=1)
+    # Seconds a PostgreSQL connection attempt or statement may take before the API
+    # answers 503 and the mail plane 451.
+    db_timeout: float = Field(default=5, gt=0)
     # The API's bodies are a few hundred bytes; anything near this is abuse.
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     # The mail plane.
@@ -62,6 +72,11 @@ class Settings(BaseSettings):
     trusted_relays: str = "127.0.0.0/8,::1"
     max_message_size: int = Field(default=25 * 1024 * 1024, ge=1024)
     smtp_max_connections: int = Field(default=100, ge=1)
+    # Port of the Postfix policy service (docs/postfix.md) on the SMTP host; 0: off.
+    policy_port: int = Field(default=0, ge=0, le=65535)
+    # Connections one client address may hold at once; Postfix's own default for its
+    # clients (smtpd_client_connection_count_limit), above its 20 deliveries in parallel.
+    smtp_max_per_client: int = Field(default=50, ge=1)
     # Seconds a client may stay silent before the server hangs up.
     smtp_timeout: float = Field(default=300, gt=0)
     # Seconds to wait on the smarthost (connect and each command) before answering 451.
@@ -85,6 +100,11 @@ class Settings(BaseSettings):
     cors_origins: str = "*"
     # Path prefix the API is served under when the proxy does not send X-Forwarded-Prefix.
     root_path: str = ""
+    # Lines on stderr: "text" for people, "json" (one object a line) for collectors.
+    log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"
+    # Clients (IPs or networks, comma-separated) that may read GET /metrics.
+    metrics_allow: str = "127.0.0.0/8,::1"
 
     @classmethod
     def settings_customise_sources(
@@ -101,12 +121,29 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_path)))
         return tuple(sources)
 
+    @field_validator("log_format", "log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
     @field_validator("domain")
     @classmethod
     def _lower_domain(cls, value: str) -> str:
         value = value.strip().lower().rstrip(".")
         if not value or any(c.isspace() or c in "@/\\" for c in value):
             raise ValueError("must be a bare domain name such as relay.example.com")
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str) -> str:
+        value = value.strip()
+        scheme = value.partition("://")[0].lower()
+        if value and scheme not in DATABASE_SCHEMES:
+            raise ValueError(
+                f"unsupported database {scheme!r}; use sqlite:///PATH or "
+                "postgresql://USER@HOST/DATABASE"
+            )
         return value
 
     @field_validator("smarthost")
@@ -117,7 +154,7 @@ class Settings(BaseSettings):
             _split_host_port(value)
         return value
 
-    @field_validator("trusted_relays")
+    @field_validator("trusted_relays", "metrics_allow")
     @classmethod
     def _check_relays(cls, value: str) -> str:
         _networks(value)
@@ -166,6 +203,12 @@ class Settings(BaseSettings):
     @property
     def trusted_relay_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
         return _networks(self.trusted_relays)
+
+    @property
+    def metrics_allow_networks(
+        self,
+    ) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return _networks(self.metrics_allow)
 
     @property
     def dkim_key_path(self) -> Path:

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from maskmail import metrics
 from maskmail.api.app import create_app
+from maskmail.api.headcap import MAX_HEAD_BYTES, CappedHttpTools
+from maskmail.api.health import health_app
 from maskmail.config import Settings
-from maskmail.mail.plane import mail_plane
+from maskmail.mail.plane import mail_plane, outbound_for
+from maskmail.readiness import Readiness
+from maskmail.startup import bind
 from maskmail.store.engine import create_engine
 
 log = logging.getLogger("maskmail")
@@ -27,13 +34,19 @@ def _uvicorn_options(access_log: bool) -> dict[str, object]:
         "proxy_headers": False,
         "server_header": False,
         "access_log": access_log,
-        "log_level": "info",
+        # maskmail.logs configured the process: uvicorn adds no handlers or levels of its own.
+        "log_config": None,
         "timeout_graceful_shutdown": 10,
+        "http": CappedHttpTools,
+        # The same cap where h11 is used instead (uvicorn's own option).
+        "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
     }
 
 
 def serve_api(*, host: str, port: int, workers: int, access_log: bool) -> None:
     """The API alone; several workers share nothing but the database (and Redis)."""
+    # uvicorn logs a busy port and exits; trying it first gives the one-line answer.
+    bind(host, port, "the API", "--port").close()
     uvicorn.run(
         APP_FACTORY,
         factory=True,
@@ -61,45 +74,68 @@ def run_loop(main: Coroutine[Any, Any, None]) -> None:
     uvloop.run(main)
 
 
-def _configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s: %(message)s")
-
-
-async def run_up(settings: Settings, *, host: str, api_port: int, smtp_port: int) -> None:
+async def run_up(
+    settings: Settings, *, host: str, api_port: int, smtp_port: int, access_log: bool = False
+) -> None:
     """The API and the mail plane in one event loop, until SIGINT or SIGTERM.
 
     uvicorn owns the signals: when it stops serving, the SMTP server is closed too.
     """
-    _configure_logging()
-    config = uvicorn.Config(
-        create_app(settings),
-        host=host,
-        port=api_port,
-        **_uvicorn_options(False),  # type: ignore[arg-type]
-    )
-    server = uvicorn.Server(config)
-    async with _smtp(settings, host, smtp_port):
-        await server.serve()
+    # Both ports are taken before anything is logged, so a busy one is the only line.
+    api_socket = bind(host, api_port, "the API", "--api-port")
+    async with _smtp(settings, host, smtp_port) as engine:
+        # One engine, one pool, for both planes; frozen once both are up.
+        config = uvicorn.Config(
+            create_app(
+                settings,
+                engine=engine,
+                listener=(host, smtp_port),
+                on_started=gc.freeze,
+                outbound=outbound_for(settings),
+            ),
+            host=host,
+            port=api_port,
+            **_uvicorn_options(access_log),  # type: ignore[arg-type]
+        )
+        await uvicorn.Server(config).serve(sockets=[api_socket])
 
 
-async def run_smtp(settings: Settings, *, host: str, port: int) -> None:
-    """The mail plane alone, until SIGINT or SIGTERM."""
-    _configure_logging()
+async def run_smtp(
+    settings: Settings, *, host: str, port: int, health_port: int | None = None
+) -> None:
+    """The mail plane alone, until SIGINT or SIGTERM; with ``health_port``, the probes
+    are served there (and uvicorn owns the signals, as in ``run_up``)."""
+    if health_port is not None:
+        async with _smtp(settings, host, port) as engine:
+            readiness = Readiness.of(engine, smtp=(host, port))
+            config = uvicorn.Config(
+                health_app(readiness, settings.metrics_allow_networks),
+                host=host,
+                port=health_port,
+                **_uvicorn_options(False),  # type: ignore[arg-type]
+            )
+            await uvicorn.Server(config).serve()
+        return
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with _smtp(settings, host, port):
+    async with _smtp(settings, host, port, on_started=gc.freeze):
         await stop.wait()
 
 
 @asynccontextmanager
-async def _smtp(settings: Settings, host: str, port: int) -> AsyncIterator[None]:
-    """The mail plane with its own engine, listening while the block runs."""
-    engine = create_engine(settings.resolved_database_url, pool_size=settings.db_pool_size)
+async def _smtp(
+    settings: Settings, host: str, port: int, on_started: Callable[[], None] = lambda: None
+) -> AsyncIterator[AsyncEngine]:
+    """The mail plane and its engine, listening while the block runs."""
+    engine = create_engine(
+        settings.resolved_database_url, pool_size=settings.db_pool_size, timeout=settings.db_timeout
+    )
+    metrics.watch_pool(engine, "mail")
     try:
-        async with mail_plane(settings, engine, host=host, port=port):
+        async with mail_plane(settings, engine, host=host, port=port, on_started=on_started):
             log.info("SMTP listening on %s:%d for @%s", host, port, settings.domain)
-            yield
+            yield engine
     finally:
         await engine.dispose()

@@ -1,4 +1,5 @@
-"""API fixtures: the real app over ASGITransport, with only get_conn overridden."""
+"""API fixtures: the real app over ASGITransport, on its own engine and pool, as in production;
+the tables are emptied after each test."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import delete
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.api.app import create_app
-from maskmail.api.deps import get_conn
 from maskmail.config import Settings
 from maskmail.core import keys
-from maskmail.store import accounts, raw
-from maskmail.store.engine import unavailable_on_outage
-from maskmail.store.raw import Raw, RawSource
+from maskmail.mail.plane import outbound_for
+from maskmail.store import accounts
+from maskmail.store.engine import READONLY, transaction
+from maskmail.store.tables import metadata
 
 DOMAIN = "relay.test"
 BASE = "/v3/relay/addresses"
@@ -52,34 +54,31 @@ def settings(database_url: str) -> Settings:
 AppFactory = Callable[..., Awaitable[FastAPI]]
 
 
+@pytest.fixture
+async def clean(engine: AsyncEngine) -> AsyncIterator[AsyncEngine]:
+    """The database as the test leaves it is emptied afterwards: the app commits."""
+    yield engine
+    async with transaction(engine) as connection:
+        for table in reversed(metadata.sorted_tables):
+            await connection.execute(delete(table))
+
+
+@pytest.fixture
+async def conn(clean: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A connection to set up and read back outside any request. The app runs on its own
+    pool, as in production, so a test commits what it writes here before a request."""
+    async with clean.connect() as connection:
+        # Deferred on SQLite: reading here never holds the write lock the app needs.
+        await connection.execution_options(**{READONLY: True})
+        yield connection
+
+
 @asynccontextmanager
-async def started_app(settings: Settings, conn: AsyncConnection) -> AsyncIterator[FastAPI]:
-    """The real app, through its lifespan, with requests on the test's connection."""
-    application = create_app(settings)
-
-    async def test_conn() -> AsyncIterator[AsyncConnection]:
-        # Each request gets a savepoint: a failing request undoes only its own work,
-        # and the test's outer transaction is rolled back at the end.
-        async with conn.begin_nested():
-            yield conn
-
-    application.dependency_overrides[get_conn] = test_conn
+async def started_app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """The real app, through its lifespan: its own engine, pool and driver connections."""
+    application = create_app(settings, outbound=outbound_for(settings))
     async with application.router.lifespan_context(application):
-        # The hot routes use the driver directly (store/raw.py): the same connection.
-        application.state.raw = connection_source(conn)
         yield application
-
-
-def connection_source(conn: AsyncConnection) -> RawSource:
-    """Driver access through the test's connection, each use in its own savepoint."""
-
-    @asynccontextmanager
-    async def source() -> AsyncIterator[Raw]:
-        with unavailable_on_outage():
-            async with conn.begin_nested():
-                yield await raw.of_connection(conn)
-
-    return source
 
 
 @asynccontextmanager
@@ -93,10 +92,8 @@ async def client_for(
 
 
 @asynccontextmanager
-async def client_with(
-    settings: Settings, conn: AsyncConnection
-) -> AsyncIterator[httpx.AsyncClient]:
-    async with started_app(settings, conn) as application, client_for(application) as c:
+async def client_with(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with started_app(settings) as application, client_for(application) as c:
         yield c
 
 
@@ -104,18 +101,18 @@ ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
 
 @pytest.fixture
-def reconfigured(database_url: str, conn: AsyncConnection) -> ClientFactory:
+def reconfigured(database_url: str, clean: AsyncEngine) -> ClientFactory:
     """``async with reconfigured(rate_limit=...)``: a client for an app with other settings."""
 
     def make(**overrides: object) -> AbstractAsyncContextManager[httpx.AsyncClient]:
-        return client_with(make_settings(database_url, **overrides), conn)
+        return client_with(make_settings(database_url, **overrides))
 
     return make
 
 
 @pytest.fixture
-async def app(settings: Settings, conn: AsyncConnection) -> AsyncIterator[FastAPI]:
-    async with started_app(settings, conn) as application:
+async def app(settings: Settings, clean: AsyncEngine) -> AsyncIterator[FastAPI]:
+    async with started_app(settings) as application:
         yield application
 
 
@@ -129,11 +126,12 @@ UserFactory = Callable[[str], Awaitable[Caller]]
 
 
 @pytest.fixture
-def make_user(conn: AsyncConnection) -> UserFactory:
+def make_user(clean: AsyncEngine) -> UserFactory:
     async def make(email: str) -> Caller:
-        user_id = await accounts.add_user(conn, email)
         key = keys.generate_key()
-        await accounts.add_key(conn, user_id, keys.hash_key(key))
+        async with transaction(clean) as connection:
+            user_id = await accounts.add_user(connection, email)
+            await accounts.add_key(connection, user_id, keys.hash_key(key))
         return Caller(email=email, user_id=user_id, key=key)
 
     return make

@@ -36,11 +36,23 @@ async def test_unusable_credentials_get_401(
     _assert_401(await client.request(method, path, headers=headers))
 
 
+@pytest.mark.parametrize(
+    ("path", "header"), [(BASE, "Authorization"), ("/api/user_info", "Authentication")]
+)
+async def test_an_over_long_key_is_refused_before_any_lookup(
+    client: httpx.AsyncClient, path: str, header: str
+) -> None:
+    response = await client.get(path, headers={header: "Bearer mm_live_" + "a" * 100_000})
+    assert response.status_code == 401
+    assert "too long" in response.text
+
+
 async def test_revoked_key_stops_working_at_once(
     client: httpx.AsyncClient, alice: Caller, conn: AsyncConnection
 ) -> None:
     assert (await client.get(BASE, headers=alice.headers)).status_code == 200
     assert await accounts.revoke_key(conn, hash_key(alice.key))
+    await conn.commit()
     _assert_401(await client.get(BASE, headers=alice.headers))
     assert not await accounts.revoke_key(conn, hash_key(alice.key))
 

@@ -12,7 +12,8 @@ from fastapi import FastAPI
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from maskmail.store.raw import Raw, RawSource, Row, Sql
+from maskmail.api.bodylimit import MESSAGE
+from maskmail.store.driver import Checkout, Driver, Row, Statement
 from tests.api.conftest import BASE, Caller
 
 pytestmark = pytest.mark.anyio
@@ -40,27 +41,52 @@ async def test_streamed_oversized_body_is_413(client: httpx.AsyncClient, alice: 
     assert (await client.get(url, headers=alice.headers)).json() == made
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (BASE, {"code": "payload_too_large", "message": MESSAGE, "details": {}}),
+        ("/api/v1/aliases", {"message": MESSAGE}),  # addy.io's error body
+        ("/api/alias/random/new", {"error": MESSAGE}),  # SimpleLogin's
+    ],
+)
+async def test_streamed_oversized_body_is_413_on_every_create_route(
+    client: httpx.AsyncClient, alice: Caller, path: str, body: dict[str, object]
+) -> None:
+    # Refused before any route runs, as a declared oversized body is: also where the
+    # route ignores its body, and nothing is created.
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(20):
+            yield b"x" * 8192
+
+    headers = {**alice.headers, "Authentication": alice.key, "Content-Type": "application/json"}
+    response = await client.post(path, headers=headers, content=chunks())
+    assert response.status_code == 413, response.text
+    assert response.json() == body
+    listed = await client.get(BASE, headers=alice.headers)
+    assert listed.json() == []
+
+
 async def test_docs_are_served(client: httpx.AsyncClient) -> None:
     assert (await client.get("/docs")).status_code == 200
     schema = (await client.get("/openapi.json")).json()
     assert "/v3/relay/addresses/{address_id}" in schema["paths"]
 
 
-def _counting(source: RawSource, sent: list[str]) -> RawSource:
+def _counting(source: Checkout, sent: list[str]) -> Checkout:
     """``source``, noting every statement sent to the driver."""
 
     @asynccontextmanager
-    async def counted() -> AsyncIterator[Raw]:
+    async def counted() -> AsyncIterator[Driver]:
         async with source() as raw:
             rows, bulk_rows = raw.rows, raw.bulk_rows
 
-            async def noted(sql: Sql, *args: Any) -> Sequence[Row]:
-                sent.append(sql.sqlite)
-                return await rows(sql, *args)
+            async def noted(statement: Statement, *args: Any) -> Sequence[Row]:
+                sent.append(statement.sqlite)
+                return await rows(statement, *args)
 
-            async def noted_bulk(sql: Sql, *args: Any) -> Sequence[Row]:
-                sent.append(sql.sqlite)
-                return await bulk_rows(sql, *args)
+            async def noted_bulk(statement: Statement, *args: Any) -> Sequence[Row]:
+                sent.append(statement.sqlite)
+                return await bulk_rows(statement, *args)
 
             raw.rows = noted  # type: ignore[method-assign]
             raw.bulk_rows = noted_bulk  # type: ignore[method-assign]
@@ -70,8 +96,9 @@ def _counting(source: RawSource, sent: list[str]) -> RawSource:
 
 
 async def test_a_page_costs_one_statement_whatever_its_size(
-    client: httpx.AsyncClient, alice: Caller, app: FastAPI, engine: AsyncEngine
+    client: httpx.AsyncClient, alice: Caller, app: FastAPI
 ) -> None:
+    engine: AsyncEngine = app.state.engine
     for _ in range(30):
         await client.post(BASE, headers=alice.headers)
     statements: list[str] = []
@@ -79,7 +106,7 @@ async def test_a_page_costs_one_statement_whatever_its_size(
     def count(*args: Any) -> None:
         statements.append(args[2])
 
-    app.state.raw = _counting(app.state.raw, statements)
+    app.state.drivers = _counting(app.state.drivers, statements)
     event.listen(engine.sync_engine, "before_cursor_execute", count)
     try:
         costs = []
@@ -115,3 +142,35 @@ async def test_body_that_is_not_utf8_is_422_on_every_route(
     response = await client.request(method, url, headers=headers, content=b"\xff)\n\xee")
     assert response.status_code == 422, response.text
     assert "body" in response.text
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/x-www-form-urlencoded", "text/plain", "application/octet-stream", None],
+)
+async def test_a_json_object_is_read_whatever_its_content_type(
+    client: httpx.AsyncClient, alice: Caller, content_type: str | None
+) -> None:
+    made = (await client.post(BASE, headers=alice.headers)).json()
+    headers = dict(alice.headers)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    response = await client.patch(
+        f"{BASE}/{made['id']}", headers=headers, content=b'{"enabled": false}'
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["enabled"] is False
+
+
+async def test_a_body_that_is_not_json_is_a_422_that_says_so(
+    client: httpx.AsyncClient, alice: Caller
+) -> None:
+    made = (await client.post(BASE, headers=alice.headers)).json()
+    response = await client.patch(
+        f"{BASE}/{made['id']}",
+        headers={**alice.headers, "Content-Type": "application/x-www-form-urlencoded"},
+        content=b"enabled=false",
+    )
+    assert response.status_code == 422
+    assert "JSON" in response.json()["message"]
+    assert (await client.get(f"{BASE}/{made['id']}", headers=alice.headers)).json()["enabled"]

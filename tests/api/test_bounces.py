@@ -50,6 +50,7 @@ async def test_a_pause_shows_as_disabled_and_enabling_lifts_it(
             await record_bounce(
                 conn, address_id, Bounce(Kind.HARD, "5.1.1"), threshold=2, when=t + i
             )
+        await conn.commit()
         url = f"{BASE}/{address_id}"
         shown = (await client.get(url, headers=alice.headers)).json()
         # The SPEC's object, field for field: a pause is enabled=false, nothing more.

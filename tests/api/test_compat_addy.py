@@ -91,7 +91,7 @@ async def test_description_is_cut_and_cleaned_never_refused(
     assert response.status_code == 201
     assert response.json()["data"]["description"] == long[:64]
     dirty = await client.post(
-        ALIASES, headers=addy_headers(alice), json={"description": "a\x00b\r\nc\x1b[31m\x85d"}
+        ALIASES, headers=addy_headers(alice), json={"description": "a\x01b\r\nc\x1b[31m\x85d"}
     )
     assert dirty.status_code == 201
     assert dirty.json()["data"]["description"] == "a b c [31m d"

@@ -85,6 +85,31 @@ async def test_repeated_slashes_work_without_redirect(
     assert len(listed) == 1
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "status"),
+    [
+        ("POST", "/api/v1/aliases/", "bearer", 201),
+        ("POST", "/api/alias/random/new/", "raw", 201),
+        ("GET", "/api/v1/domain-options/", "bearer", 200),
+        ("GET", "/api/user_info/", "raw", 200),
+        ("POST", "/v3/relay/addresses/", "bearer", 200),
+        ("GET", "/v3/relay/addresses/", "bearer", 200),
+        ("GET", "/v3/relay/addresses/?paging=1", "bearer", 200),
+    ],
+)
+async def test_one_trailing_slash_is_the_same_path_without_redirect(
+    client: httpx.AsyncClient, alice: Caller, method: str, path: str, headers: str, status: int
+) -> None:
+    sent = alice.headers if headers == "bearer" else {"Authentication": alice.key}
+    response = await client.request(method, path, headers=sent, follow_redirects=False)
+    assert response.status_code == status, response.text
+    made = (await client.post(BASE, headers=alice.headers)).json()
+    one = await client.get(f"{BASE}/{made['id']}/", headers=alice.headers)
+    assert one.json() == made
+    bounces = await client.get(f"{BASE}/{made['id']}/bounces/", headers=alice.headers)
+    assert bounces.status_code == 200
+
+
 async def test_forwarded_prefix_from_a_trusted_proxy(
     client: httpx.AsyncClient, alice: Caller
 ) -> None:

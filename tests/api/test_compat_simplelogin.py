@@ -149,6 +149,19 @@ async def test_user_info(client: httpx.AsyncClient, alice: Caller) -> None:
     assert body["is_premium"] is True
 
 
+async def test_user_info_offers_reverse_aliases_the_key_can_make(
+    client: httpx.AsyncClient, alice: Caller
+) -> None:
+    info = (await client.get("/api/user_info", headers=sl_headers(alice))).json()
+    assert info["can_create_reverse_alias"] is True
+    made = (await client.post(RANDOM, headers=sl_headers(alice))).json()
+    contact = await client.post(
+        f"{BASE}/{made['id']}/contacts", headers=alice.headers, json={"email": "x@example.net"}
+    )
+    assert contact.status_code == 200
+    assert contact.json()["reverse_alias"].endswith("@" + DOMAIN)
+
+
 async def test_a_key_sees_only_its_own_user(
     client: httpx.AsyncClient, alice: Caller, bob: Caller
 ) -> None:

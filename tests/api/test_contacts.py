@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from maskmail.api.routes.contacts import _outside
+from maskmail.api.routes.contacts import outside_contact
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.reverse import is_alias_local
 from tests.api.conftest import BASE, DOMAIN, Caller
@@ -131,4 +131,4 @@ def test_an_address_of_the_relay_is_never_a_contact(email: str) -> None:
     """Checked with a public relay domain: the test domain's ``.test`` is refused for
     being special-use before the relay-domain rule is reached."""
     with pytest.raises(InvalidAddress, match="relay domain"):
-        _outside(email, "maskrelay.net")
+        outside_contact(email, "maskrelay.net")

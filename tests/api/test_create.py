@@ -67,7 +67,7 @@ async def test_created_address_is_listed(client: httpx.AsyncClient, alice: Calle
 async def test_address_length_is_configurable(
     database_url: str, conn: AsyncConnection, alice: Caller
 ) -> None:
-    async with client_with(make_settings(database_url, address_length=14), conn) as client:
+    async with client_with(make_settings(database_url, address_length=14)) as client:
         body = (await client.post(BASE, headers=alice.headers)).json()
     assert re.fullmatch(r"[a-z0-9]{14}", body["address"])
 

@@ -15,7 +15,7 @@ REDIS = "redis://127.0.0.1:6379/0"
 async def test_address_limit_is_403(
     database_url: str, conn: AsyncConnection, alice: Caller, bob: Caller
 ) -> None:
-    async with client_with(make_settings(database_url, max_addresses_per_user=2), conn) as client:
+    async with client_with(make_settings(database_url, max_addresses_per_user=2)) as client:
         assert [(await client.post(BASE, headers=alice.headers)).status_code for _ in "ab"] == [
             200
         ] * 2
@@ -35,7 +35,7 @@ async def _assert_429(response: httpx.Response) -> None:
 async def test_rate_limit_per_key(
     database_url: str, conn: AsyncConnection, alice: Caller, bob: Caller
 ) -> None:
-    async with client_with(make_settings(database_url, rate_limit="3/minute"), conn) as client:
+    async with client_with(make_settings(database_url, rate_limit="3/minute")) as client:
         for _ in range(3):
             assert (await client.get(BASE, headers=alice.headers)).status_code == 200
         await _assert_429(await client.get(BASE, headers=alice.headers))
@@ -46,7 +46,7 @@ async def test_rate_limit_per_key(
 async def test_wrong_keys_are_rate_limited_perclient_with(
     database_url: str, conn: AsyncConnection
 ) -> None:
-    async with client_with(make_settings(database_url, rate_limit="5/minute"), conn) as client:
+    async with client_with(make_settings(database_url, rate_limit="5/minute")) as client:
         statuses = [
             (await client.get(BASE, headers={"Authorization": f"Bearer wrong{i}"})).status_code
             for i in range(12)
@@ -59,7 +59,7 @@ async def test_redis_shares_the_limit_between_processes(
     database_url: str, conn: AsyncConnection, alice: Caller
 ) -> None:
     settings = make_settings(database_url, rate_limit="4/minute", redis_url=REDIS)
-    async with client_with(settings, conn) as first, client_with(settings, conn) as second:
+    async with client_with(settings) as first, client_with(settings) as second:
         for client in (first, second, first, second):
             assert (await client.get(BASE, headers=alice.headers)).status_code == 200
         await _assert_429(await first.get(BASE, headers=alice.headers))

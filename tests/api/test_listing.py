@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from maskmail.api.listing import query_of
+from maskmail.api.memo import Memo
 
 
 def request(query: bytes) -> Request:
@@ -17,7 +17,7 @@ def request(query: bytes) -> Request:
     [b"paging=1&size=5&page=2", b"page=1&page=3", b"size=&paging", b"a=%C3%A9&b=x+y", b""],
 )
 def test_the_same_values_as_starlettes_query_params(query: bytes) -> None:
-    got = query_of(request(query))
+    got = Memo().query(query)
     expected = request(query).query_params
     assert dict(got) == dict(expected.items())
     for name in ("paging", "page", "size", "a", "b"):
@@ -25,7 +25,8 @@ def test_the_same_values_as_starlettes_query_params(query: bytes) -> None:
 
 
 def test_parsed_once_and_read_only() -> None:
-    first = query_of(request(b"paging=1&page=7"))
-    assert query_of(request(b"paging=1&page=7")) is first
+    memo = Memo()
+    first = memo.query(b"paging=1&page=7")
+    assert memo.query(b"paging=1&page=7") is first
     with pytest.raises(TypeError):
         first["page"] = "8"  # type: ignore[index]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from maskmail.core.bounces import DAY, bounce_address, verify_bounce
+from maskmail.core.bounces import DAY, BounceOf, bounce_address, bounced, verify_bounce
 
 SECRET = b"k" * 32
 NOW = 1_790_000_000
@@ -33,3 +33,17 @@ def test_signature_depends_on_the_address() -> None:
     a = bounce_address(1, NOW, SECRET, "relay.test")
     b = bounce_address(2, NOW, SECRET, "relay.test")
     assert a.split(".")[-2:] != b.split(".")[-2:]
+
+
+def test_a_copys_bounce_address_names_its_mailbox() -> None:
+    local = local_of(bounce_address(42, NOW, SECRET, "relay.test", mailbox_id=7))
+    assert local.startswith("bounce+42-7.")
+    assert bounced(local, NOW, SECRET) == BounceOf(42, 7)
+    assert verify_bounce(local, NOW, SECRET) == 42
+    # Another mailbox, or none, under the same signature is forged.
+    assert bounced(local.replace("-7.", "-8."), NOW, SECRET) is None
+    assert bounced(local.replace("-7.", "."), NOW, SECRET) is None
+    assert bounced(local.replace("-7.", "-."), NOW, SECRET) is None
+    assert bounced(local_of(bounce_address(42, NOW, SECRET, "relay.test")), NOW, SECRET) == (
+        BounceOf(42, None)
+    )

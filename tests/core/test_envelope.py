@@ -46,10 +46,13 @@ def test_malformed_addresses_are_refused(raw: str) -> None:
 
 
 def test_is_ours_compares_the_whole_domain() -> None:
-    assert is_ours(parse_mailbox("a@RELAY.test"), "relay.test")
-    assert not is_ours(parse_mailbox("a@evil-relay.test"), "relay.test")
-    assert not is_ours(parse_mailbox("a@sub.relay.test"), "relay.test")
-    assert not is_ours(parse_mailbox("a@relay.test.evil.com"), "relay.test")
+    ours = {"relay.test", "old.test"}
+    assert is_ours(parse_mailbox("a@RELAY.test"), ours)
+    assert is_ours(parse_mailbox("a@old.test"), ours)
+    assert not is_ours(parse_mailbox("a@evil-relay.test"), ours)
+    assert is_ours(parse_mailbox("a@sub.relay.test"), ours)
+    assert not is_ours(parse_mailbox("a@x.sub.relay.test"), ours)
+    assert not is_ours(parse_mailbox("a@relay.test.evil.com"), ours)
 
 
 def test_empty_sender_is_a_bounce_and_allowed() -> None:

@@ -48,6 +48,16 @@ OWNER_DOMAIN = "example.com"
         (["mx; spf=softfail smtp.mailfrom=alice@example.com"], Authentication.FAIL),
         (["mx; spf=neutral smtp.mailfrom=alice@example.com"], Authentication.FAIL),
         (["mx; dkim=pass header.d=evil.test"], Authentication.FAIL),
+        # A DNS failure at the relay is no verdict on the sender: the reply waits.
+        (["mx; spf=temperror smtp.mailfrom=alice@example.com"], Authentication.UNFINISHED),
+        (
+            ["mx; spf=temperror smtp.mailfrom=alice@example.com; dkim=fail header.d=x.test"],
+            Authentication.UNFINISHED,
+        ),
+        (
+            ["mx; spf=temperror smtp.mailfrom=alice@example.com; dkim=pass header.d=example.com"],
+            Authentication.PASS,
+        ),
         (["mx; none"], Authentication.ABSENT),
         (["mx; arc=none"], Authentication.ABSENT),
         ([], Authentication.ABSENT),

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from maskmail.core.errors import AddressDisabled, NotOwner, RelayDenied, ReplyLoops
+from maskmail.core.errors import AddressDisabled, NotOwner, NotYetChecked, RelayDenied, ReplyLoops
 from maskmail.core.records import RelayAddress
 from maskmail.core.senders import Authentication
 from maskmail.core.verdict import (
@@ -15,6 +15,7 @@ from maskmail.core.verdict import (
     LOOPS,
     NOT_AUTHENTICATED,
     NOT_OWNER,
+    NOT_YET_CHECKED,
     Action,
     Facts,
     ReplyFacts,
@@ -35,49 +36,49 @@ def make_address(*, enabled: bool = True, block_spam: bool = False) -> RelayAddr
 
 
 def test_enabled_address_forwards_to_owner() -> None:
-    verdict = decide(make_address(), Facts(owner_mailbox=OWNER))
+    verdict = decide(make_address(), Facts(owner_mailboxes=(OWNER,)))
     assert verdict.action is Action.FORWARD
-    assert verdict.target == OWNER
+    assert verdict.targets == (OWNER,)
     assert verdict.counters == ("num_forwarded",)
 
 
 def test_disabled_address_blocks_even_spam() -> None:
     for spam in (False, True):
-        verdict = decide(make_address(enabled=False), Facts(owner_mailbox=OWNER, spam=spam))
+        verdict = decide(make_address(enabled=False), Facts(owner_mailboxes=(OWNER,), spam=spam))
         assert verdict.action is Action.BLOCK
-        assert verdict.target is None
+        assert verdict.targets == ()
         assert verdict.counters == ("num_blocked",)
 
 
 def test_spam_with_block_spam_is_discarded_and_counted_as_spam() -> None:
-    verdict = decide(make_address(block_spam=True), Facts(owner_mailbox=OWNER, spam=True))
+    verdict = decide(make_address(block_spam=True), Facts(owner_mailboxes=(OWNER,), spam=True))
     assert verdict.action is Action.SPAM
-    assert verdict.target is None
+    assert verdict.targets == ()
     assert verdict.counters == ("num_spam",)
 
 
 def test_spam_without_block_spam_is_forwarded_and_counts_twice() -> None:
-    verdict = decide(make_address(), Facts(owner_mailbox=OWNER, spam=True))
+    verdict = decide(make_address(), Facts(owner_mailboxes=(OWNER,), spam=True))
     assert verdict.action is Action.FORWARD
     assert verdict.spam
     assert verdict.counters == ("num_forwarded", "num_spam")
 
 
 def test_ham_with_block_spam_is_forwarded() -> None:
-    verdict = decide(make_address(block_spam=True), Facts(owner_mailbox=OWNER))
+    verdict = decide(make_address(block_spam=True), Facts(owner_mailboxes=(OWNER,)))
     assert verdict.action is Action.FORWARD
     assert not verdict.spam
 
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_looped_mail_is_dropped_without_counting(enabled: bool) -> None:
-    verdict = decide(make_address(enabled=enabled), Facts(owner_mailbox=OWNER, looped=True))
+    verdict = decide(make_address(enabled=enabled), Facts(owner_mailboxes=(OWNER,), looped=True))
     assert verdict.action is Action.DROP
     assert verdict.counters == ()
 
 
 def test_owner_mailbox_at_relay_is_refused() -> None:
-    facts = Facts(owner_mailbox="other@relay.test", owner_is_relay=True)
+    facts = Facts(owner_mailboxes=("other@relay.test",), owner_is_relay=True)
     verdict = decide(make_address(), facts)
     assert verdict.action is Action.REFUSE
     assert verdict.counters == ()
@@ -102,7 +103,7 @@ def test_owner_reply_goes_to_the_outside_sender_and_counts_replied() -> None:
         verdict = decide_reply(
             make_address(), dataclasses.replace(facts, authentication=authenticated), OUTSIDE
         )
-        assert (verdict.action, verdict.target) == (Action.REPLY, OUTSIDE)
+        assert (verdict.action, verdict.targets) == (Action.REPLY, (OUTSIDE,))
         assert verdict.counters == ("num_replied",)
 
 
@@ -119,6 +120,12 @@ def test_owner_reply_goes_to_the_outside_sender_and_counts_replied() -> None:
             NotOwner,
             NOT_AUTHENTICATED,
         ),
+        (
+            ReplyFacts(envelope_is_owner=True, authentication=Authentication.UNFINISHED),
+            True,
+            NotYetChecked,
+            NOT_YET_CHECKED,
+        ),
         (ReplyFacts(envelope_is_owner=True), False, AddressDisabled, DISABLED),
         (
             ReplyFacts(envelope_is_owner=True, header_is_owner=True),
@@ -133,7 +140,7 @@ def test_reply_refusals(
 ) -> None:
     verdict = decide_reply(make_address(enabled=enabled), facts, OUTSIDE)
     assert (verdict.action, verdict.refusal, verdict.reason) == (Action.REFUSE, refusal, reason)
-    assert verdict.target is None
+    assert verdict.targets == ()
     assert verdict.counters == ()
 
 
@@ -166,3 +173,18 @@ def test_reply_to_our_own_addresses_would_loop(outside: str, loops: bool) -> Non
     # A stranger still learns nothing more than that they are not the owner.
     stranger = decide_reply(make_address(), ReplyFacts(envelope_is_owner=False), outside)
     assert stranger.reason == NOT_OWNER
+
+
+def test_no_mailbox_taking_mail_blocks() -> None:
+    verdict = decide(make_address(), Facts(owner_mailboxes=()))
+    assert (verdict.action, verdict.targets, verdict.counters) == (
+        Action.BLOCK,
+        (),
+        ("num_blocked",),
+    )
+
+
+def test_a_forward_to_several_mailboxes_counts_once() -> None:
+    verdict = decide(make_address(), Facts(owner_mailboxes=(OWNER, "work@example.net")))
+    assert verdict.targets == (OWNER, "work@example.net")
+    assert verdict.counters == ("num_forwarded",)

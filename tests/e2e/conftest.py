@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.postfix import Ports, running_postfix
+from maskmail.mail.dkim import generate_key, txt_value
+from tests.dns_server import running_dns
+from tests.postfix import Ports, maskmail_settings, rspamd_files, running_postfix
+from tests.rspamd import running_rspamd
 from tests.sink import HOST, Sink
 from tests.support import BACKENDS, free_port, fresh_database, run_cli, running, wait_for_port
 
@@ -30,18 +33,59 @@ class Deployment:
         return self.cli("key", "create", email).strip()
 
 
+def base_env(url: str, tmp: Path) -> dict[str, str]:
+    """The settings every e2e deployment starts from."""
+    return {
+        "MASKMAIL_DATABASE_URL": url,
+        "MASKMAIL_DATA_DIR": str(tmp / "var"),
+        "MASKMAIL_DOMAIN": "relay.test",
+        "MASKMAIL_RATE_LIMIT": "100000/minute",
+    }
+
+
 @pytest.fixture(params=BACKENDS)
 def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
     with fresh_database(request.param, tmp_path) as url:
-        env = {
-            "MASKMAIL_DATABASE_URL": url,
-            "MASKMAIL_DATA_DIR": str(tmp_path / "var"),
-            "MASKMAIL_DOMAIN": "relay.test",
-            "MASKMAIL_RATE_LIMIT": "100000/minute",
-        }
-        deployment = Deployment(env=env, tmp=tmp_path)
+        deployment = Deployment(env=base_env(url, tmp_path), tmp=tmp_path)
         deployment.cli("db", "upgrade")
         yield deployment
+
+
+# The DKIM key of strict.example, whose signed mail passes DMARC though SPF fails.
+STRICT_KEY, _STRICT_PUBLIC = generate_key()
+_STRICT_TXT = txt_value(_STRICT_PUBLIC)
+# The DNS of the test domains, which rspamd checks SPF, DKIM and DMARC against.
+ZONE = {
+    "k1._domainkey.strict.example": [
+        ("TXT", " ".join(f'"{_STRICT_TXT[i : i + 200]}"' for i in range(0, len(_STRICT_TXT), 200)))
+    ],
+    # The owners' provider: its mail comes from 127.0.0.1, as every test client's does.
+    "owners.example": [("TXT", '"v=spf1 ip4:127.0.0.1 -all"')],
+    "_dmarc.owners.example": [("TXT", '"v=DMARC1; p=none"')],
+    # A domain whose mail never comes from here, and which asks for rejection.
+    "strict.example": [("TXT", '"v=spf1 ip4:192.0.2.1 -all"')],
+    "_dmarc.strict.example": [("TXT", '"v=DMARC1; p=reject"')],
+    # A domain whose mail never comes from here, with no DMARC policy.
+    "far.example": [("TXT", '"v=spf1 ip4:192.0.2.1 -all"')],
+}
+
+
+@pytest.fixture(scope="session")
+def milter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """rspamd's milter as docs/postfix.md sets it up, resolving against ZONE; yields
+    its port. One for the session: it takes seconds to start."""
+    port = free_port()
+    with (
+        running_dns(ZONE) as dns_port,
+        running_rspamd(
+            tmp_path_factory.mktemp("rspamd-milter"),
+            nameserver=f"127.0.0.1:{dns_port}",
+            milter=True,
+            local_d=rspamd_files(port),
+        ),
+    ):
+        wait_for_port(port)
+        yield port
 
 
 @dataclass
@@ -57,6 +101,7 @@ class BehindPostfix:
 def behind_postfix(
     deployment: Deployment,
     sink: Sink,
+    milter: int,
     *,
     key: str,
     domain: str,
@@ -66,14 +111,24 @@ def behind_postfix(
 ) -> Iterator[BehindPostfix]:
     """Mail for ``owners_domain`` and ``outside_domains`` goes on to ``sink``; ``env``
     adds maskmail settings."""
-    ports = Ports(inbound=free_port(), smarthost=free_port(), maskmail=free_port(), sink=sink.port)
+    ports = Ports(
+        inbound=free_port(),
+        smarthost=free_port(),
+        maskmail=free_port(),
+        policy=free_port(),
+        milter=milter,
+        sink=sink.port,
+    )
     api_port = free_port()
     settings = {
         **deployment.env,
-        "MASKMAIL_SMARTHOST": f"127.0.0.1:{ports.smarthost}",
+        **maskmail_settings(domain, ports.smarthost),
         **(env or {}),
     }
-    up = ("up", "--api-port", str(api_port), "--smtp-port", str(ports.maskmail))
+    up = (
+        *("up", "--api-port", str(api_port), "--smtp-port", str(ports.maskmail)),
+        *("--policy-port", str(ports.policy)),
+    )
     with (
         running(settings, *up, port=api_port, log=deployment.tmp / "up.log"),
         running_postfix(
@@ -84,8 +139,45 @@ def behind_postfix(
         ) as log,
     ):
         wait_for_port(ports.maskmail)
+        wait_for_port(ports.policy)
         wait_for_port(ports.inbound)
         with httpx.Client(
             base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
         ) as api:
             yield BehindPostfix(api=api, ports=ports, log=log)
+
+
+OWNERS_DOMAIN = "owners.example"  # the users' own mail provider, reached through the sink
+
+
+@dataclass
+class Front:
+    """What a Postfix in front runs between: maskmail's deployment, the sink that stands
+    for the internet, and rspamd's milter."""
+
+    deployment: Deployment
+    sink: Sink
+    milter: int
+
+    def postfix(
+        self,
+        *,
+        key: str,
+        outside_domains: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+    ) -> AbstractContextManager[BehindPostfix]:
+        return behind_postfix(
+            self.deployment,
+            self.sink,
+            self.milter,
+            key=key,
+            domain=self.deployment.env["MASKMAIL_DOMAIN"],
+            owners_domain=OWNERS_DOMAIN,
+            env=env,
+            outside_domains=outside_domains,
+        )
+
+
+@pytest.fixture
+def front(deployment: Deployment, sink: Sink, milter: int) -> Front:
+    return Front(deployment, sink, milter)

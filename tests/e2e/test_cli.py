@@ -62,6 +62,16 @@ def test_bad_arguments_exit_non_zero_with_one_line(
     assert line.startswith("maskmail: ") and fragment in line
 
 
+def test_version_is_printed() -> None:
+    from maskmail import __version__
+
+    result = subprocess.run(
+        maskmail_cmd("--version"), capture_output=True, text=True, timeout=30, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"maskmail {__version__}"
+
+
 def test_duplicate_user_is_one_line(deployment: Deployment) -> None:
     deployment.cli("user", "add", "dup@example.com")
     assert "already exists" in _one_line_error(

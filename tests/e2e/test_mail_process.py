@@ -74,3 +74,39 @@ def test_smtp_command_runs_the_mail_plane_alone(deployment: Deployment, sink: Si
     assert proc.returncode == 0  # SIGTERM is a clean stop
     # The bounce secret was made once and kept in the data dir.
     assert (Path(env["MASKMAIL_DATA_DIR"]) / "bounce-secret").stat().st_size == 64
+
+
+def test_up_mails_a_new_mailbox_its_link_and_forwards_to_both(
+    deployment: Deployment, sink: Sink
+) -> None:
+    key = deployment.user_with_key(OWNER)
+    api_port, smtp_port = free_port(), free_port()
+    args = ("up", "--api-port", str(api_port), "--smtp-port", str(smtp_port))
+    log = deployment.tmp / "up-mailboxes.log"
+    with running(with_smarthost(deployment, sink), *args, port=api_port, log=log):
+        wait_for_port(smtp_port)
+        api = httpx.Client(
+            base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
+        )
+        with api:
+            added = api.post("/v3/relay/mailboxes", json={"email": "work@example.net"})
+            assert added.status_code == 200, added.text
+            [verification] = sink.messages
+            assert verification.rcpt_tos == ["work@example.net"]
+            text = message_from_bytes(verification.data, policy=policy.default)
+            body = text.get_body().get_content()  # type: ignore[union-attr]
+            link = next(word for word in body.split() if "/verify?token=" in word)
+            assert link.startswith(f"http://{HOST}:{api_port}/v3/relay/mailboxes/verify?token=")
+            assert httpx.get(link).json()["verified"] is True
+            created = api.post("/v3/relay/addresses").json()
+            ids = [m["id"] for m in api.get("/v3/relay/mailboxes").json()]
+            chosen = api.put(
+                f"/v3/relay/addresses/{created['id']}/mailboxes", json={"mailbox_ids": ids}
+            )
+            assert chosen.status_code == 200
+            address = created["full_address"]
+            assert send(smtp_port, address, note(address)) == {}
+            forwarded = api.get(f"/v3/relay/addresses/{created['id']}").json()["num_forwarded"]
+    assert forwarded == 1
+    assert sorted(m.rcpt_tos[0] for m in sink.messages[1:]) == sorted([OWNER, "work@example.net"])
+    assert "work@example.net" not in log.read_text()

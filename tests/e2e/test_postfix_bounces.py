@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import Deployment, behind_postfix
+from tests.e2e.conftest import Deployment, Front
 from tests.sink import HOST, Sink
 
 pytestmark = pytest.mark.slow
@@ -29,16 +29,14 @@ def wait_for_bounce(api: httpx.Client, address_id: int) -> dict[str, Any]:
         time.sleep(0.3)
 
 
-def test_a_postfix_dsn_is_recorded_and_pauses(deployment: Deployment, sink: Sink) -> None:
+def test_a_postfix_dsn_is_recorded_and_pauses(
+    deployment: Deployment, sink: Sink, front: Front
+) -> None:
     key = deployment.user_with_key(OWNER)
     # The owner's provider refuses for good: Postfix must bounce the forward.
     sink.handler.reply = "550 5.1.1 <owner@owners.example>: Recipient address rejected"
-    with behind_postfix(
-        deployment,
-        sink,
+    with front.postfix(
         key=key,
-        domain=DOMAIN,
-        owners_domain=OWNERS_DOMAIN,
         env={"MASKMAIL_BOUNCE_PAUSE_THRESHOLD": "1"},
     ) as run:
         created = run.api.post("/v3/relay/addresses").json()

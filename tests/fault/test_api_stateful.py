@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.specs.openapi.checks import negative_data_rejection
+from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from tests.e2e.conftest import Deployment
 from tests.fault.conftest import serving_api
-from tests.support import make_keys
+from tests.support import make_keys, refused_by_rules_the_schema_cannot_state
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,14 @@ def api(deployment: Deployment) -> Iterator[tuple[str, str]]:
 
 def test_stateful_run_finds_no_server_error_and_no_schema_breach(api: tuple[str, str]) -> None:
     base, database_url = api
-    schema = schemathesis.openapi.from_url(f"{base}/openapi.json")
+    # The addresses and the alias-creation contracts: the links this run is about.
+    # Mailboxes and subdomains, whose state the links cannot reach (a verification code
+    # arrives by mail), are left to the stateless run (tests/api/test_schemathesis.py).
+    schema = (
+        schemathesis.openapi.from_url(f"{base}/openapi.json")
+        .include(path_regex=r"^/(api/|v3/relay/addresses)")
+        .exclude(path_regex="mailboxes")
+    )
     post = schema.raw_schema["paths"]["/v3/relay/addresses"]["post"]
     assert set(post["responses"]["200"]["links"]) == {
         "ReadAddress", "PatchAddress", "PutAddress", "DeleteAddress"
@@ -53,9 +60,12 @@ def test_stateful_run_finds_no_server_error_and_no_schema_breach(api: tuple[str,
             # By the SPEC the list accepts any query string, and unknown parameters are
             # ignored everywhere: schema-violating requests need not be refused. Every
             # other check stands (no 5xx, statuses, content types, bodies, headers).
+            excluded = [negative_data_rejection]
+            if refused_by_rules_the_schema_cannot_state(case.operation.path):
+                excluded.append(positive_data_acceptance)
             case.validate_response(
                 response,
-                excluded_checks=[negative_data_rejection],
+                excluded_checks=excluded,
                 transport_kwargs=kwargs or None,
                 recorder=self.recorder,
             )
@@ -66,7 +76,7 @@ def test_stateful_run_finds_no_server_error_and_no_schema_breach(api: tuple[str,
 
     Workflow.run(
         settings=settings(
-            max_examples=40,
+            max_examples=60,
             stateful_step_count=8,
             deadline=None,
             suppress_health_check=list(HealthCheck),
@@ -74,9 +84,6 @@ def test_stateful_run_finds_no_server_error_and_no_schema_breach(api: tuple[str,
     )
     assert len(calls) >= 100
     statuses = {status for _, _, status in calls}
-    import collections
-
-    print(len(calls), collections.Counter((m, s) for m, _, s in calls))
     assert not any(status >= 500 for status in statuses)
     # The links were followed: operations by id met the addresses the run created.
     by_id = [(m, s) for m, p, s in calls if p == "/v3/relay/addresses/{address_id}"]

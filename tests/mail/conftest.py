@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from maskmail.api.app import create_app
 from maskmail.config import Settings
 from maskmail.core import keys
+from maskmail.mail.dkim import generate_key
 from maskmail.mail.plane import mail_plane
 from maskmail.store import accounts
 from maskmail.store.addresses import create_address, update_address
@@ -58,6 +59,20 @@ async def relay(settings: Settings, relay_engine: AsyncEngine) -> AsyncIterator[
     port = free_port()
     async with mail_plane(settings, relay_engine, host=HOST, port=port):
         yield port
+
+
+@pytest.fixture
+async def signing_relay(
+    database_url: str, tmp_path: Path, sink: Sink, relay_engine: AsyncEngine
+) -> AsyncIterator[tuple[int, bytes]]:
+    """maskmail's SMTP server signing with a new DKIM key; yields the port and the
+    public key."""
+    private, public = generate_key()
+    (tmp_path / "dkim.key").write_bytes(private)
+    settings = mail_settings(database_url, tmp_path, smarthost=f"{HOST}:{sink.port}")
+    port = free_port()
+    async with mail_plane(settings, relay_engine, host=HOST, port=port):
+        yield port, public
 
 
 def counts(

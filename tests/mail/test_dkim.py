@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import dkim
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.mail.dkim import Signer, dns_record, generate_key, txt_value
-from maskmail.mail.plane import mail_plane
-from tests.mail.conftest import DOMAIN, HOST, Masks, Sink, mail_settings, message, send_async
-from tests.support import free_port, run_cli
+from tests.mail.conftest import DOMAIN, Masks, Sink, message, send_async
+from tests.support import run_cli
 
 NESTED = Path(__file__).with_name("fixtures") / "nested.eml"
 
@@ -23,6 +20,7 @@ def record_from_zone_line(line: str) -> bytes:
     return "".join(re.findall(r'"([^"]*)"', line)).encode()
 
 
+@pytest.mark.slow
 def test_generate_writes_a_private_key_and_prints_the_record(tmp_path: Path) -> None:
     env = {"MASKMAIL_DATA_DIR": str(tmp_path), "MASKMAIL_DOMAIN": DOMAIN}
     made = run_cli(env, "dkim", "generate")
@@ -52,18 +50,6 @@ def test_signature_verifies_and_breaks_when_the_body_changes() -> None:
     assert dkim.verify(signed, dnsfunc=dns)
     assert not dkim.verify(signed.replace(b"Gr\xc3\xbc\xc3\x9fe aus", b"Hallo aus"), dnsfunc=dns)
     assert dns_record(public, selector="s1", domain=DOMAIN).startswith("s1._domainkey.")
-
-
-@pytest.fixture
-async def signing_relay(
-    database_url: str, tmp_path: Path, sink: Sink, relay_engine: AsyncEngine
-) -> AsyncIterator[tuple[int, bytes]]:
-    private, public = generate_key()
-    (tmp_path / "dkim.key").write_bytes(private)
-    settings = mail_settings(database_url, tmp_path, smarthost=f"{HOST}:{sink.port}")
-    port = free_port()
-    async with mail_plane(settings, relay_engine, host=HOST, port=port):
-        yield port, public
 
 
 @pytest.mark.anyio

@@ -16,7 +16,7 @@ from maskmail.core.bounces import verify_bounce
 from maskmail.mail.plane import mail_plane
 from maskmail.mail.rewrite import split_message
 from maskmail.store.engine import transaction
-from maskmail.store.reverse_aliases import find_reverse_alias
+from maskmail.store.mailflow import find_reply_route
 from tests.mail.conftest import (
     DOMAIN,
     HOST,
@@ -58,9 +58,9 @@ async def test_forward_rewrites_and_counts(
     reply_local, _, reply_domain = str(forwarded["Reply-To"]).rpartition("@")
     assert reply_domain == DOMAIN
     async with transaction(relay_engine, readonly=True) as conn:
-        alias = await find_reverse_alias(conn, reply_local)
-    assert alias is not None
-    assert (alias.address_id, alias.sender) == (mask.address_id, "alice@example.com")
+        route = await find_reply_route(conn, reply_local, reply_domain)
+    assert route is not None
+    assert (route.address.id, route.outside) == (mask.address_id, "alice@example.com")
     assert forwarded["Subject"] == "hello"
     assert forwarded["X-Mailer"] is None
     [received] = forwarded.get_all("Received") or []

@@ -62,7 +62,11 @@ class Exploding:
 
 @asynccontextmanager
 async def bare_server(
-    engine: AsyncEngine, *, max_connections: int = 2, idle_timeout: float = 30
+    engine: AsyncEngine,
+    *,
+    max_connections: int = 2,
+    max_per_client: int = 50,
+    idle_timeout: float = 30,
 ) -> AsyncIterator[int]:
     """maskmail's server with an outbound that always crashes; yields its port."""
     context = MailContext(
@@ -81,6 +85,7 @@ async def bare_server(
         hostname=DOMAIN,
         max_message_size=1 << 20,
         max_connections=max_connections,
+        max_per_client=max_per_client,
         idle_timeout=idle_timeout,
     )
     try:
@@ -127,6 +132,36 @@ async def test_connection_limit_turns_away_the_extra_client(limited: int) -> Non
         return got
 
     assert (await asyncio.to_thread(after_closing)).startswith(b"220 ")
+
+
+async def test_one_client_holding_its_share_shuts_nobody_else_out(
+    relay_engine: AsyncEngine,
+) -> None:
+    def scenario(port: int) -> tuple[list[bytes], bytes, bytes, bytes]:
+        held = [socket.create_connection((HOST, port)) for _ in range(3)]
+        try:
+            banners = [banner_of(sock) for sock in held]
+            with socket.create_connection((HOST, port)) as extra:
+                refused = banner_of(extra)
+            with socket.create_connection((HOST, port), source_address=("127.0.0.2", 0)) as other:
+                other_banner = banner_of(other)
+        finally:
+            for sock in held:
+                sock.close()
+        for _ in range(50):
+            # Closed connections give the client its places back.
+            with socket.create_connection((HOST, port)) as again:
+                back = banner_of(again)
+            if back.startswith(b"220 "):
+                break
+        return banners, refused, other_banner, back
+
+    async with bare_server(relay_engine, max_connections=10, max_per_client=3) as port:
+        banners, refused, other, back = await asyncio.to_thread(scenario, port)
+    assert all(b.startswith(b"220 ") for b in banners)
+    assert refused.startswith(b"421 4.7.0") and b"your address" in refused
+    assert other.startswith(b"220 ")
+    assert back.startswith(b"220 ")
 
 
 async def test_unexpected_errors_answer_451_without_detail(limited: int, masks: Masks) -> None:

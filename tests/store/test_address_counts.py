@@ -9,8 +9,9 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core import keys
-from maskmail.store import accounts, raw, wire
+from maskmail.store import accounts, listing
 from maskmail.store import addresses as store
+from maskmail.store.driver import DriverPool, driver_of
 from maskmail.store.engine import transaction
 from maskmail.store.tables import addresses, users
 
@@ -36,9 +37,9 @@ async def test_every_door_that_adds_or_removes_addresses_is_counted(
     assert await _kept_and_real(conn, user) == (0, 0)
 
     made = [await store.create_address(conn, user, domain=DOMAIN, length=8) for _ in range(3)]
-    driver = await raw.of_connection(conn)
-    await wire.create(driver, user, domain=DOMAIN, length=8)
-    assert await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8) is not None
+    driver = await driver_of(conn)
+    await store.create_address(driver, user, domain=DOMAIN, length=8)
+    assert await store.create_for_key(driver, key_hash, domain=DOMAIN, length=8) is not None
     await store.create_address(conn, other, domain=DOMAIN, length=8)
     assert await _kept_and_real(conn, user) == (5, 5)
 
@@ -58,7 +59,7 @@ async def test_every_door_that_adds_or_removes_addresses_is_counted(
     assert await _kept_and_real(conn, user) == (4, 4)
     assert await _kept_and_real(conn, other) == (1, 1)
 
-    page = await wire.page(driver, key_hash, offset=0, limit=2)
+    page = await listing.page(driver, key_hash, offset=0, limit=2)
     assert page is not None and page.count == 4
 
 
@@ -81,11 +82,11 @@ async def test_racing_creates_and_deletes_keep_the_count_exact(engine: AsyncEngi
         await accounts.add_key(conn, user, key_hash)
         first = await store.create_address(conn, user, domain=DOMAIN, length=8)
 
-    source = raw.Source(engine)
+    source = DriverPool(engine)
 
     async def create() -> None:
         async with source() as driver:  # as the API's POST does
-            await wire.create_for_key(driver, key_hash, domain=DOMAIN, length=8)
+            await store.create_for_key(driver, key_hash, domain=DOMAIN, length=8)
 
     async def remove() -> None:
         async with transaction(engine) as conn:

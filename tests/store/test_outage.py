@@ -7,7 +7,7 @@ import sqlite3
 
 import asyncpg
 import pytest
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from maskmail.core.errors import StoreUnavailable
 from maskmail.store.engine import unavailable_on_outage
@@ -43,11 +43,10 @@ def test_a_bad_query_is_not_an_outage(sqlstate: str) -> None:
         asyncpg.exceptions.AdminShutdownError("terminating connection"),
         asyncpg.exceptions.CannotConnectNowError("the database system is starting up"),
         asyncpg.exceptions.ConnectionDoesNotExistError("connection was closed"),
-        sqlite3.OperationalError("disk I/O error"),
     ],
 )
 def test_driver_errors_raised_directly_are_unavailable_too(error: Exception) -> None:
-    # The hot routes run statements on the driver itself (store/raw.py): no DBAPIError.
+    # The hot routes run statements on the driver itself (store/driver.py): no DBAPIError.
     with pytest.raises(StoreUnavailable), unavailable_on_outage():
         raise error
 
@@ -75,3 +74,46 @@ def test_a_statement_on_a_connection_the_server_just_terminated_is_unavailable()
     # What asyncpg raises when PostgreSQL's shutdown notice is still being consumed.
     with pytest.raises(StoreUnavailable), unavailable_on_outage():
         raise asyncpg.InternalClientError("cannot switch to state 12; another operation (2)")
+
+
+def sqlite_error(code: int, message: str) -> sqlite3.OperationalError:
+    error = sqlite3.OperationalError(message)
+    error.sqlite_errorcode = code
+    return error
+
+
+OUTAGES = [
+    sqlite_error(sqlite3.SQLITE_BUSY, "database is locked"),
+    sqlite_error(sqlite3.SQLITE_LOCKED, "database table is locked"),
+    sqlite_error(sqlite3.SQLITE_IOERR_SHORT_READ, "disk I/O error"),
+    sqlite_error(sqlite3.SQLITE_CANTOPEN, "unable to open database file"),
+]
+MISTAKES = [
+    sqlite_error(sqlite3.SQLITE_ERROR, "no such table: addresses"),
+    sqlite_error(sqlite3.SQLITE_READONLY, "attempt to write a readonly database"),
+]
+
+
+@pytest.mark.parametrize("error", OUTAGES)
+def test_sqlite_busy_locked_io_and_cannot_open_are_unavailable(error: Exception) -> None:
+    with pytest.raises(StoreUnavailable), unavailable_on_outage():
+        raise error
+    with pytest.raises(StoreUnavailable), unavailable_on_outage():
+        raise OperationalError("SELECT 1", None, error)
+
+
+@pytest.mark.parametrize("error", MISTAKES)
+def test_other_sqlite_errors_are_not_an_outage(error: Exception) -> None:
+    with pytest.raises(sqlite3.OperationalError), unavailable_on_outage():
+        raise error
+    with pytest.raises(OperationalError), unavailable_on_outage():
+        raise OperationalError("SELECT 1", None, error)
+
+
+def test_sqlite_codes_come_from_the_driver() -> None:
+    # The classification reads what sqlite3 really sets on its errors.
+    with sqlite3.connect(":memory:") as db, pytest.raises(sqlite3.OperationalError) as missing:
+        db.execute("SELECT * FROM addresses")
+    assert missing.value.sqlite_errorcode == sqlite3.SQLITE_ERROR
+    with pytest.raises(StoreUnavailable), unavailable_on_outage():
+        sqlite3.connect("/nonexistent/directory/maskmail.db")

@@ -10,9 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core.errors import AddressTaken
 from maskmail.store.addresses import delete_address
+from maskmail.store.driver import DriverPool
 from maskmail.store.engine import transaction
-from maskmail.store.raw import Source
-from maskmail.store.reverse_aliases import find_reverse_alias, found_or_made, reverse_alias_for
+from maskmail.store.mailflow import find_reply_route
+from maskmail.store.reverse_aliases import found_or_made
 from tests.support import new_address
 
 pytestmark = pytest.mark.anyio
@@ -21,20 +22,21 @@ DOMAIN = "relay.test"
 
 async def test_same_pair_gets_the_same_alias(conn: AsyncConnection) -> None:
     _, address_id = await new_address(conn)
-    first = await reverse_alias_for(conn, address_id, "Alice@Example.com", domain=DOMAIN)
-    again = await reverse_alias_for(conn, address_id, "alice@example.COM", domain=DOMAIN)
+    first = await found_or_made(conn, address_id, "Alice@Example.com", domain=DOMAIN)
+    again = await found_or_made(conn, address_id, "alice@example.COM", domain=DOMAIN)
     assert again == first
     assert first.sender == "alice@example.com"
     assert first.full_address == f"{first.alias}@{DOMAIN}"
-    assert await find_reverse_alias(conn, first.alias.upper()) == first
+    route = await find_reply_route(conn, first.alias.upper(), DOMAIN)
+    assert route is not None and (route.address.id, route.outside) == (address_id, first.sender)
 
 
 async def test_other_sender_or_address_gets_another_alias(conn: AsyncConnection) -> None:
     _, one = await new_address(conn)
     _, two = await new_address(conn)
-    a = await reverse_alias_for(conn, one, "alice@example.com", domain=DOMAIN)
-    b = await reverse_alias_for(conn, one, "bob@example.com", domain=DOMAIN)
-    c = await reverse_alias_for(conn, two, "alice@example.com", domain=DOMAIN)
+    a = await found_or_made(conn, one, "alice@example.com", domain=DOMAIN)
+    b = await found_or_made(conn, one, "bob@example.com", domain=DOMAIN)
+    c = await found_or_made(conn, two, "alice@example.com", domain=DOMAIN)
     assert len({a.alias, b.alias, c.alias}) == 3
 
 
@@ -45,24 +47,22 @@ def tokens(*values: bytes) -> Iterator[bytes]:
 async def test_a_colliding_draw_is_drawn_again(conn: AsyncConnection) -> None:
     _, address_id = await new_address(conn)
     fixed = b"\x01" * 15
-    first = await reverse_alias_for(conn, address_id, "a@example.com", domain=DOMAIN,
+    first = await found_or_made(conn, address_id, "a@example.com", domain=DOMAIN,
                                     token=lambda n: fixed)  # fmt: skip
     draws = tokens(fixed, b"\x02" * 15)
-    second = await reverse_alias_for(
+    second = await found_or_made(
         conn, address_id, "b@example.com", domain=DOMAIN, token=lambda n: next(draws)
     )
     assert second.alias != first.alias
     with pytest.raises(AddressTaken):
-        await reverse_alias_for(
-            conn, address_id, "c@example.com", domain=DOMAIN, token=lambda n: fixed
-        )
+        await found_or_made(conn, address_id, "c@example.com", domain=DOMAIN, token=lambda n: fixed)
 
 
 async def test_deleting_the_address_deletes_its_aliases(conn: AsyncConnection) -> None:
     user_id, address_id = await new_address(conn)
-    alias = await reverse_alias_for(conn, address_id, "a@example.com", domain=DOMAIN)
+    alias = await found_or_made(conn, address_id, "a@example.com", domain=DOMAIN)
     await delete_address(conn, user_id, address_id)
-    assert await find_reverse_alias(conn, alias.alias) is None
+    assert await find_reply_route(conn, alias.alias, DOMAIN) is None
 
 
 async def test_concurrent_first_use_agrees_on_one_alias(engine: AsyncEngine) -> None:
@@ -71,7 +71,7 @@ async def test_concurrent_first_use_agrees_on_one_alias(engine: AsyncEngine) -> 
 
     async def make() -> str:
         async with transaction(engine) as conn:
-            return (await reverse_alias_for(conn, address_id, "x@example.com", domain=DOMAIN)).alias
+            return (await found_or_made(conn, address_id, "x@example.com", domain=DOMAIN)).alias
 
     made = await asyncio.gather(*(make() for _ in range(4)))
     assert len(set(made)) == 1
@@ -84,22 +84,23 @@ async def test_on_a_connection_of_its_own_a_colliding_draw_is_drawn_again(
     # own on SQLite.
     async with transaction(engine) as conn:
         _, address_id = await new_address(conn)
-    source = Source(engine)
+    source = DriverPool(engine)
     fixed = b"\x03" * 15
-    async with source() as raw:
-        first = await found_or_made(raw, address_id, "a@example.com", domain=DOMAIN,
+    async with source() as driver:
+        first = await found_or_made(driver, address_id, "a@example.com", domain=DOMAIN,
                                     token=lambda n: fixed)  # fmt: skip
     draws = tokens(fixed, b"\x04" * 15)
-    async with source() as raw:
+    async with source() as driver:
         second = await found_or_made(
-            raw, address_id, "b@example.com", domain=DOMAIN, token=lambda n: next(draws)
+            driver, address_id, "b@example.com", domain=DOMAIN, token=lambda n: next(draws)
         )
-        again = await found_or_made(raw, address_id, "A@example.com", domain=DOMAIN)
+        again = await found_or_made(driver, address_id, "A@example.com", domain=DOMAIN)
     assert second.alias != first.alias and again == first
     with pytest.raises(AddressTaken):
-        async with source() as raw:
-            await found_or_made(raw, address_id, "c@example.com", domain=DOMAIN,
+        async with source() as driver:
+            await found_or_made(driver, address_id, "c@example.com", domain=DOMAIN,
                                 token=lambda n: fixed)  # fmt: skip
     async with transaction(engine, readonly=True) as conn:
-        assert await find_reverse_alias(conn, first.alias) == first
-        assert await find_reverse_alias(conn, second.alias) == second
+        for made in (first, second):
+            route = await find_reply_route(conn, made.alias, DOMAIN)
+            assert route is not None and route.outside == made.sender

@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
-import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.middleware.cors import CORSMiddleware
 
-from maskmail import __version__
-from maskmail.api import docs, errors
+from maskmail import __version__, metrics
+from maskmail.api import allow, contracts, docs, errors, health
+from maskmail.api.anyjson import AnyContentTypeIsJson
 from maskmail.api.bodylimit import BodyLimit
 from maskmail.api.hot import HotRoutes
+from maskmail.api.key_use import KeyUse
+from maskmail.api.memo import Memo
+from maskmail.api.metrics import RequestMetrics
+from maskmail.api.metrics import router as metrics_router
 from maskmail.api.proxy import PathMiddleware
 from maskmail.api.ratelimit import Limiter
-from maskmail.api.routes import addresses, bounces, compat_addy, compat_simplelogin, contacts
+from maskmail.api.request_ids import RequestIds
+from maskmail.api.routes import (
+    addresses,
+    bounces,
+    compat_addy,
+    compat_simplelogin,
+    contacts,
+    mailboxes,
+    subdomains,
+)
+from maskmail.api.routes.mailboxes import Sender
 from maskmail.config import Settings
-from maskmail.store import raw
+from maskmail.readiness import Readiness
+from maskmail.store.driver import DriverPool
 from maskmail.store.engine import create_engine
+from maskmail.web import router as web
 
 DESCRIPTION = (
     "Private relay addresses: generate masks, list them, switch them off, "
@@ -27,6 +44,8 @@ DESCRIPTION = (
     "SimpleLogin, so password managers (Bitwarden, Keyguard) and those services' browser "
     "extensions can create maskmail addresses; see docs/clients.md."
 )
+# Attempts at one mailbox's verification code: a 6-digit code is not guessed at this pace.
+MAILBOX_CODE_RATE = "5/hour"
 CORS_HEADERS = (
     "Authorization",
     "Authentication",
@@ -37,22 +56,49 @@ CORS_HEADERS = (
 )
 
 
-def create_app(settings: Settings) -> FastAPI:
+def create_app(
+    settings: Settings,
+    *,
+    engine: AsyncEngine | None = None,
+    listener: tuple[str, int] | None = None,
+    on_started: Callable[[], None] = lambda: None,
+    outbound: Sender | None = None,
+) -> FastAPI:
+    """The API. Given an ``engine`` (``maskmail up`` shares one with the mail plane), the
+    caller disposes of it; ``listener`` is the SMTP server's address when one runs in this
+    process; ``on_started`` runs once the lifespan has set everything up (the entry point
+    freezes the collector there); ``outbound`` sends the mailboxes' verification messages
+    (the entry points give the mail plane's smarthost or outbox)."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.engine = create_engine(
-            settings.resolved_database_url, pool_size=settings.db_pool_size
+        app.state.engine = engine or create_engine(
+            settings.resolved_database_url,
+            pool_size=settings.db_pool_size,
+            timeout=settings.db_timeout,
         )
-        app.state.raw = raw.Source(app.state.engine)
+        app.state.drivers = DriverPool(app.state.engine)
+        app.state.readiness = Readiness.of(app.state.engine, smtp=listener)
+        if engine is None:  # a given engine is watched by its owner
+            metrics.watch_pool(app.state.engine, "api")
         app.state.limiter = Limiter(settings.rate_limit, settings.redis_url)
-        # Everything alive now lives as long as the app: keep the collector from walking it
-        # again on every full collection (a listing of 1,000 addresses triggered several).
-        gc.freeze()
+        app.state.signin_limiter = Limiter(settings.signin_rate_limit, settings.redis_url)
+        app.state.memo = Memo()
+        app.state.code_limiter = Limiter(MAILBOX_CODE_RATE, settings.redis_url)
+        app.state.outbound = outbound
+        on_started()
         try:
             yield
         finally:
+            app.state.memo.clear()
             await app.state.limiter.close()
-            await app.state.engine.dispose()
+            await app.state.signin_limiter.close()
+            await app.state.code_limiter.close()
+            if outbound is not None:
+                await outbound.close()
+            if engine is None:
+                await app.state.engine.dispose()
+            metrics.process_exited()
 
     app = FastAPI(
         title="maskmail",
@@ -60,16 +106,26 @@ def create_app(settings: Settings) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         redirect_slashes=False,
+        # /docs is served from shipped assets (api/docs.py); ReDoc would load from a CDN.
+        docs_url=None,
+        redoc_url=None,
         # Scripts often send JSON without a Content-Type; Bearer auth rules out CSRF.
         strict_content_type=False,
     )
     app.state.settings = settings
+    app.state.metrics_allow = settings.metrics_allow_networks
     errors.install(app)
+    allow.install(app)
+    app.include_router(health.router)
+    app.include_router(metrics_router)
     app.include_router(addresses.router)
     app.include_router(contacts.router)
+    app.include_router(mailboxes.router)
     app.include_router(bounces.router)
     app.include_router(compat_addy.router)
     app.include_router(compat_simplelogin.router)
+    app.include_router(subdomains.router)
+    web.install(app)
     docs.install(app, patches=[compat_addy.document_domain(settings.domain)])
     # Innermost: the two hottest routes skip routing, everything else still applies.
     app.add_middleware(
@@ -79,7 +135,21 @@ def create_app(settings: Settings) -> FastAPI:
             ("POST", addresses.router.prefix): addresses.create_address,
         },
     )
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(KeyUse)
+    app.add_middleware(AnyContentTypeIsJson)
+    # The contracts' own error bodies, by path prefix, longest first.
+    renderers = sorted(
+        [
+            (compat_addy.router.prefix, compat_addy.render_error),
+            (compat_simplelogin.router.prefix, compat_simplelogin.render_error),
+        ],
+        key=lambda pair: -len(pair[0]),
+    )
+    app.add_middleware(
+        BodyLimit,
+        limit=settings.max_body_bytes,
+        answer=lambda scope, exc: contracts.before_routing(renderers, scope, exc),
+    )
     # Browser extensions and web vaults call from another origin; preflights are
     # answered here, before routing.
     app.add_middleware(
@@ -90,6 +160,11 @@ def create_app(settings: Settings) -> FastAPI:
         expose_headers=["Retry-After", "WWW-Authenticate"],
         max_age=600,
     )
-    # Outermost, so that CORS and routing both see the cleaned path.
+    # Inside the path cleaning, so that it sees the scope routing fills in; the hot
+    # routes' path is their template.
+    app.add_middleware(RequestMetrics, fixed=frozenset({addresses.router.prefix}))
+    # Outside CORS and routing, so that both see the cleaned path.
     app.add_middleware(PathMiddleware, settings=settings)
+    # Outermost: every line logged for a request carries its id.
+    app.add_middleware(RequestIds)
     return app

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from maskmail.core.errors import Unauthorized
+from maskmail.core.keys import MAX_HEADER_CHARS
+
+
+def _bounded(header: str) -> str:
+    if len(header) > MAX_HEADER_CHARS:
+        raise Unauthorized("malformed API key: the header is too long")
+    return header
 
 
 def bearer_token(header: str | None) -> str:
     """The token of ``Bearer <token>``; the scheme is case-insensitive (RFC 9110)."""
     if not header:
         raise Unauthorized("missing Authorization header; send 'Authorization: Bearer <API key>'")
-    scheme, _, token = header.strip().partition(" ")
+    scheme, _, token = _bounded(header).strip().partition(" ")
     if scheme.lower() != "bearer":
         raise Unauthorized("unsupported authorization scheme; use 'Bearer <API key>'")
     token = token.strip()
@@ -22,7 +29,7 @@ def raw_token(header: str | None) -> str:
     """The key of SimpleLogin's ``Authentication: <key>``; a ``Bearer`` scheme is tolerated."""
     if not header or not header.strip():
         raise Unauthorized("missing Authentication header; send 'Authentication: <API key>'")
-    value = header.strip()
+    value = _bounded(header).strip()
     scheme, _, rest = value.partition(" ")
     if scheme.lower() == "bearer":
         value = rest.strip()

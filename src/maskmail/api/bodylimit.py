@@ -1,16 +1,19 @@
-"""Refuse request bodies over a size limit, with the API's own error body.
+"""Refuse request bodies over a size limit, in the error body of the route asked for.
 
 Starlette's RequestBodyLimitMiddleware answers in plain text; our clients parse JSON.
 """
 
 from __future__ import annotations
 
-import orjson
+from collections.abc import Callable
+
 from starlette.exceptions import HTTPException
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MESSAGE = "the request body is too large"
-PAYLOAD_TOO_LARGE = orjson.dumps({"code": "payload_too_large", "message": MESSAGE, "details": {}})
+# The answer to an error found before routing, for the route the request is for.
+Answer = Callable[[Scope, Exception], Response]
 
 
 class BodyTooLarge(HTTPException):
@@ -21,20 +24,59 @@ class BodyTooLarge(HTTPException):
 
 
 class BodyLimit:
-    """ASGI middleware: 413 when Content-Length, or the bytes actually sent, pass ``limit``."""
+    """ASGI middleware: 413 when Content-Length, or the bytes actually sent, pass ``limit``.
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    A body of unknown length (chunked) is read here, up to the limit, before any route
+    runs: a route that ignores its body would otherwise answer as if it had fit, and one
+    that reads it would fail halfway. Such bodies are rare and at most ``limit`` bytes.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, answer: Answer) -> None:
         self.app = app
         self.limit = limit
+        self.answer = answer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        chunked = False
         for name, value in scope["headers"]:
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
-                await _refuse(send)
+                await self._refuse(scope, receive, send)
                 return
+            if name == b"transfer-encoding":
+                chunked = True
+        if chunked:
+            buffered = await self._read_within_limit(receive)
+            if buffered is None:
+                await self._refuse(scope, receive, send)
+                return
+            receive = _replay(buffered, receive)
+        await self.app(scope, self._counted(receive), send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = self.answer(scope, BodyTooLarge())
+        # The rest of the body is never read: the connection cannot be reused.
+        response.headers["connection"] = "close"
+        await response(scope, receive, send)
+
+    async def _read_within_limit(self, receive: Receive) -> list[Message] | None:
+        """The body's messages, or None once they pass the limit."""
+        messages: list[Message] = []
+        seen = 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                return messages
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                return None
+            if not message.get("more_body", False):
+                return messages
+
+    def _counted(self, receive: Receive) -> Receive:
         seen = 0
 
         async def counted_receive() -> Message:
@@ -46,19 +88,13 @@ class BodyLimit:
                     raise BodyTooLarge
             return message
 
-        await self.app(scope, counted_receive, send)
+        return counted_receive
 
 
-async def _refuse(send: Send) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(PAYLOAD_TOO_LARGE)).encode()),
-                (b"connection", b"close"),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": PAYLOAD_TOO_LARGE})
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed

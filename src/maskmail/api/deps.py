@@ -32,6 +32,12 @@ async def get_conn(request: Request) -> AsyncIterator[AsyncConnection]:
         yield conn
 
 
+async def get_write_conn(request: Request) -> AsyncIterator[AsyncConnection]:
+    """A writing transaction for the one GET that writes: a mailbox's verification link."""
+    async with transaction(request.app.state.engine) as conn:
+        yield conn
+
+
 def client_host(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
@@ -50,6 +56,8 @@ async def _count_key(request: Request, read_token: Callable[[Request], str]) -> 
         raise
     key_hash = hash_key(token)
     await limiter.hit(f"key:{key_hash}")
+    # Read once more after the response, if it succeeded (api/key_use.py).
+    request.state.key_hash = key_hash
     return key_hash
 
 
@@ -66,6 +74,7 @@ async def get_raw_key_hash(request: Request) -> str:
 KeyHash = Annotated[str, Depends(get_key_hash)]
 RawKeyHash = Annotated[str, Depends(get_raw_key_hash)]
 Conn = Annotated[AsyncConnection, Depends(get_conn, scope="function")]
+WriteConn = Annotated[AsyncConnection, Depends(get_write_conn, scope="function")]
 
 
 async def refuse_unknown_key(request: Request) -> NoReturn:

@@ -1,13 +1,18 @@
-"""OpenAPI: every status a route can answer, each with the one error schema."""
+"""OpenAPI: every status a route can answer, each with the one error schema; and
+``/docs``, Swagger UI served from the copy shipped in ``static/swagger``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
+from starlette.responses import HTMLResponse
 
 from maskmail.api.schemas import Error
 
@@ -107,3 +112,29 @@ def install(app: FastAPI, patches: Sequence[SchemaPatch] = ()) -> None:
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    _install_ui(app)
+
+
+# swagger-ui-dist, pinned in static/swagger/MANIFEST.json with each file's SHA-256.
+SWAGGER_DIR = Path(__file__).with_name("static") / "swagger"
+DOCS = "/docs"
+ASSETS = "/docs/assets"
+
+
+def _install_ui(app: FastAPI) -> None:
+    """``/docs`` loads nothing from another host: the page, its script, its style and its
+    icon all come from this server (the app is made with ``docs_url=None``)."""
+    app.mount(ASSETS, StaticFiles(directory=SWAGGER_DIR), name="swagger-assets")
+
+    @app.get(DOCS, include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "").rstrip("/")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{app.openapi_url}",
+            title=f"{app.title} - API",
+            swagger_js_url=f"{root}{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{ASSETS}/favicon-32x32.png",
+            # Swagger UI would otherwise send the document to validator.swagger.io.
+            swagger_ui_parameters={"validatorUrl": None},
+        )

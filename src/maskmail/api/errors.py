@@ -1,9 +1,15 @@
-"""One table from error to HTTP status, and the handlers that render the SPEC's error body."""
+"""One mapping from any exception to an HTTP answer; each contract only shapes the body.
+
+``problem`` decides status, code, message, headers and details, and logs what needs
+logging. FastAPI's handlers, the fast routes (api/hot.py) and the compatibility routes
+(api/contracts.py) call it and render its result in their own body format.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -20,11 +26,16 @@ log = logging.getLogger("maskmail.api")
 STATUS: dict[type[errors.MaskmailError], tuple[int, str]] = {
     errors.Unauthorized: (401, "unauthorized"),
     errors.LimitReached: (403, "address_limit_reached"),
+    errors.SubdomainLimitReached: (403, "subdomain_limit_reached"),
+    errors.MailboxLimitReached: (403, "mailbox_limit_reached"),
     errors.AddressNotFound: (404, "not_found"),
     errors.InvalidAddress: (422, "validation_error"),
     errors.RateLimited: (429, "rate_limited"),
     errors.StoreUnavailable: (503, "unavailable"),
     errors.AddressTaken: (503, "unavailable"),
+    # Only the verification message of a new mailbox is sent from the API.
+    errors.DeliveryDeferred: (503, "unavailable"),
+    errors.DeliveryRefused: (422, "validation_error"),
 }
 
 HTTP_CODES = {
@@ -33,29 +44,53 @@ HTTP_CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
 }
+INTERNAL = "internal error; it has been logged"
 
 
-def error_response(
-    status: int,
-    code: str,
-    message: str,
-    details: dict[str, Any] | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> Response:
-    body = orjson.dumps({"code": code, "message": message, "details": details or {}})
-    return Response(body, status_code=status, media_type="application/json", headers=headers)
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One error as every contract answers it; only the body's shape differs."""
+
+    status: int
+    code: str
+    message: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def fields(self) -> dict[str, str]:
+        """Each offending field and why, for contracts that list them."""
+        found: list[dict[str, str]] = list(self.details.get("errors", ()))
+        if found:
+            # An unparsable body has a character offset for a location, not a field.
+            return {
+                "body" if f["type"] == "json_invalid" else f["field"]: f["message"] for f in found
+            }
+        name = self.details.get("field")
+        return {str(name): self.message} if name else {}
 
 
-def _lookup(exc: errors.MaskmailError) -> tuple[int, str]:
-    for cls in type(exc).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]
-    return 500, "internal_error"
+def problem(exc: BaseException, where: str = "") -> Problem:
+    """What to answer for ``exc``; ``where`` (method and path) goes into the log."""
+    if isinstance(exc, errors.MaskmailError):
+        return _domain_problem(exc)
+    if isinstance(exc, RequestValidationError):
+        return _validation_problem(exc)
+    if isinstance(exc, StarletteHTTPException):
+        if exc.status_code == 400:
+            # FastAPI's answer to a body it cannot decode (not UTF-8): our routes raise no
+            # 400 of their own. It is a body that is not a JSON object, as documented.
+            return _validation_problem(_NOT_JSON)
+        message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        code = HTTP_CODES.get(exc.status_code, "http_error")
+        return Problem(exc.status_code, code, message, exc.headers or {})
+    log.error("unexpected error on %s", where or "a request", exc_info=exc)
+    return Problem(500, "internal_error", INTERNAL)
 
 
-def describe(exc: errors.MaskmailError) -> tuple[int, str, dict[str, str]]:
-    """Status, code and headers for an error: shared by the SPEC and the compat contracts."""
-    status, code = _lookup(exc)
+def _domain_problem(exc: errors.MaskmailError) -> Problem:
+    status, code = next(
+        (STATUS[cls] for cls in type(exc).__mro__ if cls in STATUS), (500, "internal_error")
+    )
     headers: dict[str, str] = {}
     if isinstance(exc, errors.Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="maskmail"'
@@ -64,16 +99,16 @@ def describe(exc: errors.MaskmailError) -> tuple[int, str, dict[str, str]]:
     elif isinstance(exc, errors.StoreUnavailable):
         headers["Retry-After"] = "5"
         log.warning("database unavailable: %s", exc.__cause__ or exc)
-    return status, code, headers
+    return Problem(status, code, exc.message, headers, exc.details)
 
 
-async def on_maskmail_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, errors.MaskmailError)
-    status, code, headers = describe(exc)
-    return error_response(status, code, exc.message, exc.details, headers)
+_NOT_JSON = RequestValidationError([{"type": "json_invalid", "loc": ("body",), "msg": "not JSON"}])
 
 
-def field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+def _validation_problem(exc: RequestValidationError) -> Problem:
+    # A malformed id in the path names no address: that is a 404, as an unknown id is.
+    if any(err.get("loc", ("",))[0] == "path" for err in exc.errors()):
+        return Problem(404, "not_found", "no such address")
     found = []
     for err in exc.errors():
         loc = [str(part) for part in err.get("loc", ()) if part != "body"]
@@ -83,51 +118,35 @@ def field_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
         elif err["type"] == "string_pattern_mismatch":
             message = "may not contain control characters such as line breaks"
         found.append({"field": ".".join(loc) or "body", "message": message, "type": err["type"]})
-    return found
-
-
-async def on_validation_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
-    # A malformed id in the path names no address: that is a 404, as an unknown id is.
-    if any(err.get("loc", ("",))[0] == "path" for err in exc.errors()):
-        return error_response(404, "not_found", "no such address")
-    fields = field_errors(exc)
-    first = fields[0]["field"] if fields else "body"
-    return error_response(
+    if not found:
+        return Problem(
+            422, "validation_error", "invalid request", details={"field": "body", "errors": []}
+        )
+    first = found[0]
+    return Problem(
         422,
         "validation_error",
-        f"invalid value for {first}: {fields[0]['message']}" if fields else "invalid request",
-        {"field": first, "errors": fields},
+        f"invalid value for {first['field']}: {first['message']}",
+        details={"field": first["field"], "errors": found},
     )
 
 
-def is_undecodable_body(exc: Exception) -> bool:
-    """FastAPI's 400 for a body it cannot decode (bytes that are not UTF-8): our routes
-    raise no 400 of their own."""
-    return isinstance(exc, StarletteHTTPException) and exc.status_code == 400
+def render(found: Problem) -> Response:
+    """The SPEC's error body."""
+    body = orjson.dumps({"code": found.code, "message": found.message, "details": found.details})
+    return Response(
+        body, status_code=found.status, media_type="application/json", headers=found.headers
+    )
 
 
-def undecodable_body() -> RequestValidationError:
-    """That body as what it is, one that is not a JSON object: a 422, as documented."""
-    return RequestValidationError([{"type": "json_invalid", "loc": ("body",), "msg": "not JSON"}])
+def answer(request: Request, exc: BaseException) -> Response:
+    return render(problem(exc, f"{request.method} {request.url.path}"))
 
 
-async def on_http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, StarletteHTTPException)
-    if is_undecodable_body(exc):
-        return await on_validation_error(request, undecodable_body())
-    code = HTTP_CODES.get(exc.status_code, "http_error")
-    message = exc.detail if isinstance(exc.detail, str) else "request failed"
-    return error_response(exc.status_code, code, message, headers=exc.headers)
-
-
-async def on_unexpected(request: Request, exc: Exception) -> Response:
-    log.exception("unexpected error on %s %s", request.method, request.url.path)
-    return error_response(500, "internal_error", "internal error; it has been logged")
+async def _handler(request: Request, exc: Exception) -> Response:
+    return answer(request, exc)
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(errors.MaskmailError, on_maskmail_error)
-    app.add_exception_handler(RequestValidationError, on_validation_error)
-    app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_exception_handler(Exception, on_unexpected)
+    for kind in (errors.MaskmailError, RequestValidationError, StarletteHTTPException, Exception):
+        app.add_exception_handler(kind, _handler)

@@ -2,11 +2,11 @@
 
 ``GET`` and ``POST /v3/relay/addresses`` are nearly all of a client's traffic. For them,
 FastAPI's per-request work (routing, the exception middleware, the exit stack, solving
-the endpoint's signature) cost about as much as the endpoint itself
-(docs/benchmarks.md), so this middleware, the innermost, calls the same endpoint
-functions directly. Every middleware outside it (paths, CORS, body limit, the 500
-handler) still applies, errors are rendered by the same handlers, and FastAPI keeps the
-routes for its documentation and for every other method.
+the endpoint's signature) cost about as much as the endpoint itself, so this
+middleware, the innermost, calls the same endpoint functions directly. Every middleware
+outside it (paths, CORS, body limit) still applies, errors are answered by the one
+mapping (api/errors.py), and FastAPI keeps the routes for its documentation and for
+every other method.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maskmail.api import errors
-from maskmail.core.errors import MaskmailError
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -51,6 +50,6 @@ class HotRoutes:
         request = Request(scope, receive, send)
         try:
             response = await endpoint(request)
-        except MaskmailError as exc:
-            response = await errors.on_maskmail_error(request, exc)
+        except Exception as exc:
+            response = errors.answer(request, exc)
         await response(scope, receive, send)

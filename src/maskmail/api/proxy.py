@@ -26,11 +26,17 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
+def _trailing_slash(path: str) -> bool:
+    return len(path) > 1 and path.endswith("/")
+
+
 class PathMiddleware:
     """Rewrites the path before routing, so that no request needs a redirect.
 
     - A base URL typed with a trailing slash makes clients ask for ``//api/...``
       (Bitwarden joins base URL and path as strings); repeated slashes collapse.
+    - One trailing slash is the same path without it: alias clients post to
+      ``aliases/``, and a redirect would lose a POST's body.
     - Behind a reverse proxy under a prefix, the prefix comes from a trusted
       proxy's ``X-Forwarded-Prefix`` or from ``MASKMAIL_ROOT_PATH``. It becomes the
       ASGI ``root_path``, so absolute URLs and the docs carry it, and routing works
@@ -60,6 +66,7 @@ class PathMiddleware:
         if (
             "//" not in path
             and (raw is None or b"//" not in raw)
+            and not _trailing_slash(path)
             and prefix == scope.get("root_path", "")
             and (not prefix or path == prefix or path.startswith(prefix + "/"))
         ):
@@ -69,6 +76,10 @@ class PathMiddleware:
         path = _SLASHES.sub("/", path)
         if raw is not None:
             raw = _RAW_SLASHES.sub(b"/", raw)
+        if _trailing_slash(path):
+            path = path[:-1]
+            if raw is not None and raw.endswith(b"/"):
+                raw = raw[:-1]
         if prefix and not (path == prefix or path.startswith(prefix + "/")):
             path = prefix + path
             raw = prefix.encode("ascii") + raw if raw is not None else None

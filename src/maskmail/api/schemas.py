@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from maskmail.core.descriptions import DESCRIPTION_MAX
-from maskmail.core.records import RelayAddress
+from maskmail.core.records import PRIVATE_EMAIL_FIELDS, RelayAddress
+from maskmail.core.text import unstorable
 
 NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+
+
+def _storable(text: str) -> str:
+    problem = unstorable(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
+# Every string a request carries: one the database cannot keep is a 422 (core/text.py).
+StorableStr = Annotated[str, AfterValidator(_storable)]
+# For a field with no pattern of its own: tells clients and generated tests of the NUL
+# (a lone surrogate, which no pattern names, is left to the validator).
+NO_NUL = r"^[^\x00]*$"
 
 
 class PrivateEmail(BaseModel):
@@ -58,7 +73,7 @@ class AddressUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    description: str = Field(
+    description: StorableStr = Field(
         default="",
         max_length=DESCRIPTION_MAX,
         pattern=NO_CONTROL_CHARACTERS,
@@ -75,22 +90,7 @@ class AddressUpdate(BaseModel):
 
 def address_json(rec: RelayAddress) -> dict[str, Any]:
     """The wire form of an address; PrivateEmail documents the same keys."""
-    return {
-        "id": rec.id,
-        "address": rec.address,
-        "enabled": rec.enabled,
-        "block_spam": rec.block_spam,
-        "description": rec.description,
-        "created_time": rec.created_time,
-        "updated_time": rec.updated_time,
-        "num_forwarded": rec.num_forwarded,
-        "num_blocked": rec.num_blocked,
-        "num_replied": rec.num_replied,
-        "num_spam": rec.num_spam,
-        "domain": rec.domain,
-        "subdomain": rec.subdomain,
-        "full_address": rec.full_address,
-    }
+    return {name: getattr(rec, name) for name in PRIVATE_EMAIL_FIELDS}
 
 
 class BounceEntry(BaseModel):

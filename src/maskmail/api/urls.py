@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode
 
 from fastapi import Request
 from starlette.datastructures import URL
 
+from maskmail.api.memo import Link, Memo
 from maskmail.api.proxy import trusted_peer
 from maskmail.config import Settings
 
@@ -23,10 +22,10 @@ def _first(value: str | None) -> str | None:
     return first or None
 
 
-def public_url(request: Request, settings: Settings) -> URL:
+def public_url(request: Request, trusted: bool) -> URL:
     """The request URL, with scheme and host from X-Forwarded-* when the peer is trusted."""
     url = request.url
-    if not trusted_peer(request.client.host if request.client else None, settings):
+    if not trusted:
         return url
     proto = _first(request.headers.get("x-forwarded-proto"))
     if proto and proto.lower() in {"http", "https"}:
@@ -37,7 +36,7 @@ def public_url(request: Request, settings: Settings) -> URL:
     return url
 
 
-def page_links(url: URL) -> Callable[[int], str]:
+def page_links(url: URL) -> Link:
     """``url`` with ``page`` changed, for each page asked: the query is parsed once, and
     ``page`` goes last, as Starlette's ``include_query_params`` puts it."""
     base = str(url).partition("?")[0]
@@ -49,15 +48,9 @@ def page_links(url: URL) -> Callable[[int], str]:
     return link
 
 
-# Links per request URL and forwarding headers: building them (a Starlette URL, the query
-# parsed, the link encoded) cost a tenth of a page request, and clients page through the
-# same few URLs. Bounded: cleared when full, so odd query strings cannot grow it.
-_LINKS: dict[tuple[object, ...], Callable[[int], str]] = {}
-MAX_REMEMBERED = 1024
-
-
-def links_for(request: Request, settings: Settings) -> Callable[[int], str]:
-    """``page_links(public_url(request, settings))``, remembered."""
+def links_for(request: Request, settings: Settings, memo: Memo) -> Link:
+    """``page_links(public_url(request, trusted))``, remembered per request URL and
+    forwarding headers, never across them."""
     scope = request.scope
     headers = request.headers
     trusted = trusted_peer(request.client.host if request.client else None, settings)
@@ -72,9 +65,4 @@ def links_for(request: Request, settings: Settings) -> Callable[[int], str]:
         headers.get("x-forwarded-host") if trusted else None,
         trusted,
     )
-    found = _LINKS.get(key)
-    if found is None:
-        if len(_LINKS) >= MAX_REMEMBERED:
-            _LINKS.clear()
-        found = _LINKS[key] = lru_cache(maxsize=16)(page_links(public_url(request, settings)))
-    return found
+    return memo.links(key, lambda: page_links(public_url(request, trusted)))

@@ -1,41 +1,75 @@
 """Signed bounce addresses: the envelope sender of every forward, at the relay domain.
 
-A bounce that comes back names the relay address it belongs to and proves, by an HMAC
-over that and the day it was sent, that we made it; forged bounces (backscatter) fail.
+A bounce that comes back names the relay address it belongs to (and, for a message sent
+to several mailboxes, the mailbox its copy went to) and proves, by an HMAC over that and
+the day it was sent, that we made it; forged bounces (backscatter) fail.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from dataclasses import dataclass
 
 PREFIX = "bounce"
 SIGNATURE_HEX = 16  # 64 bits: guessing one takes 2^63 tries on average
 DAY = 86_400
 
 
-def _signature(address_id: int, day: int, secret: bytes) -> str:
-    message = f"{address_id}.{day}".encode("ascii")
+@dataclass(frozen=True, slots=True)
+class BounceOf:
+    """What a bounce address stands for; ``mailbox_id`` only for one copy of several."""
+
+    address_id: int
+    mailbox_id: int | None = None
+
+    @property
+    def tag(self) -> str:
+        return (
+            str(self.address_id)
+            if self.mailbox_id is None
+            else f"{self.address_id}-{self.mailbox_id}"
+        )
+
+
+def _signature(tag: str, day: int, secret: bytes) -> str:
+    message = f"{tag}.{day}".encode("ascii")
     return hmac.new(secret, message, hashlib.sha256).hexdigest()[:SIGNATURE_HEX]
 
 
-def bounce_address(address_id: int, now: int, secret: bytes, domain: str) -> str:
+def bounce_address(
+    address_id: int, now: int, secret: bytes, domain: str, mailbox_id: int | None = None
+) -> str:
     day = now // DAY
-    return f"{PREFIX}+{address_id}.{day}.{_signature(address_id, day, secret)}@{domain}"
+    tag = BounceOf(address_id, mailbox_id).tag
+    return f"{PREFIX}+{tag}.{day}.{_signature(tag, day, secret)}@{domain}"
 
 
-def verify_bounce(local: str, now: int, secret: bytes, max_age_days: int = 7) -> int | None:
-    """The relay address id a bounce local part stands for, or None if forged or expired."""
+def _number(raw: str) -> int | None:
+    return int(raw) if raw.isdecimal() and raw.isascii() else None
+
+
+def bounced(local: str, now: int, secret: bytes, max_age_days: int = 7) -> BounceOf | None:
+    """What a bounce local part stands for, or None if forged or expired."""
     tag, plus, rest = local.lower().partition("+")
     parts = rest.split(".")
     if tag != PREFIX or not plus or len(parts) != 3:
         return None
-    raw_id, raw_day, signature = parts
-    if not (raw_id.isdecimal() and raw_day.isdecimal() and raw_id.isascii() and raw_day.isascii()):
+    raw_tag, raw_day, signature = parts
+    raw_address, dash, raw_mailbox = raw_tag.partition("-")
+    address_id, day = _number(raw_address), _number(raw_day)
+    mailbox_id = _number(raw_mailbox) if dash else None
+    if address_id is None or day is None or (dash and mailbox_id is None):
         return None
-    address_id, day = int(raw_id), int(raw_day)
     if not 0 <= now // DAY - day <= max_age_days:
         return None
-    if not hmac.compare_digest(signature, _signature(address_id, day, secret)):
+    found = BounceOf(address_id, mailbox_id)
+    if not hmac.compare_digest(signature, _signature(found.tag, day, secret)):
         return None
-    return address_id
+    return found
+
+
+def verify_bounce(local: str, now: int, secret: bytes, max_age_days: int = 7) -> int | None:
+    """The relay address id a bounce local part stands for, or None if forged or expired."""
+    found = bounced(local, now, secret, max_age_days)
+    return None if found is None else found.address_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 
 from maskmail.core.errors import InvalidAddress
@@ -64,9 +65,22 @@ def _check_domain(domain: str) -> str:
     return domain
 
 
-def is_ours(mailbox: Mailbox, domain: str) -> bool:
-    """True when the mailbox is at the relay domain: the only mail we accept."""
-    return mailbox.domain == domain.lower()
+def is_ours(mailbox: Mailbox, domains: Set[str]) -> bool:
+    """True when the mailbox is at one of the relay's domains (lower case), or at a
+    subdomain of one: the only mail we accept."""
+    return placed(mailbox, domains) is not None
+
+
+def placed(mailbox: Mailbox, domains: Set[str]) -> tuple[str, str | None] | None:
+    """The served domain and relay subdomain (or None) the mailbox is at; None when it is
+    not ours. A subdomain is one label, as users claim them. ``domains`` is a set, never
+    a string, in which ``in`` would match any substring."""
+    if mailbox.domain in domains:
+        return mailbox.domain, None
+    label, dot, parent = mailbox.domain.partition(".")
+    if dot and label and parent in domains:
+        return parent, label
+    return None
 
 
 def check_sender(raw: str) -> str:

@@ -3,14 +3,18 @@
     MaskmailError
      ├── InvalidAddress      an address or field that breaks a rule
      ├── AddressNotFound     unknown, deleted, or another owner's
+     │    └── MailboxNotFound      the same, for a mailbox
      ├── AddressTaken        a unique value that already exists (retried by the store)
      ├── LimitReached        the owner is at the address limit
+     │    ├── SubdomainLimitReached  the owner already has a subdomain
+     │    └── MailboxLimitReached  at the mailbox limit
      ├── Unauthorized        no usable API key
      ├── UserExists / UserNotFound
      ├── StoreUnavailable    the database cannot be reached right now
      ├── RateLimited         too many requests from one key or client
      ├── RelayDenied         mail for a foreign domain, or a forward that would loop
      │    ├── NotOwner          a reply through a reverse alias from anyone but its owner
+     │    ├── NotYetChecked     a reply whose sender checks could not finish (try later)
      │    └── AddressDisabled   a reply through a relay address its owner switched off
      ├── Unrewritable        a reply that cannot be rewritten without leaking
      ├── DeliveryDeferred    the outbound server failed for now (retry later)
@@ -49,6 +53,18 @@ class LimitReached(MaskmailError):
     pass
 
 
+class SubdomainLimitReached(LimitReached):
+    """At most one relay subdomain per user, as in Locker."""
+
+
+class MailboxLimitReached(LimitReached):
+    pass
+
+
+class MailboxNotFound(AddressNotFound):
+    pass
+
+
 class Unauthorized(MaskmailError):
     pass
 
@@ -79,6 +95,11 @@ class RelayDenied(MaskmailError):
 
 class NotOwner(RelayDenied):
     """Only the owner of a relay address may send through its reverse aliases."""
+
+
+class NotYetChecked(RelayDenied):
+    """The relay's SPF and DKIM checks of a reply could not finish (a DNS failure): the
+    sender may well be the owner, so the reply is deferred, never refused for good."""
 
 
 class AddressDisabled(RelayDenied):

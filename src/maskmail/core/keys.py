@@ -6,6 +6,8 @@ import hashlib
 import secrets
 
 PREFIX = "mm_live_"
+# Keys are 51 characters; a header far longer is refused before any work on its text.
+MAX_HEADER_CHARS = 512
 
 
 def generate_key() -> str:

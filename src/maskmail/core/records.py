@@ -6,6 +6,25 @@ from dataclasses import dataclass
 
 from maskmail.core.addresses import full_address
 
+# The keys of an address on the wire (the SPEC's Private Email object), in their order:
+# declared once, for the API's JSON, its schema's test, and the JSON the database writes.
+PRIVATE_EMAIL_FIELDS = (
+    "id",
+    "address",
+    "enabled",
+    "block_spam",
+    "description",
+    "created_time",
+    "updated_time",
+    "num_forwarded",
+    "num_blocked",
+    "num_replied",
+    "num_spam",
+    "domain",
+    "subdomain",
+    "full_address",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class RelayAddress:

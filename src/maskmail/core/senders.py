@@ -39,10 +39,11 @@ class Authentication(StrEnum):
     PASS = "pass"  # noqa: S105 (not a password): SPF or DKIM passed for the owner's domain
     FAIL = "fail"  # results were given, and none passed for the owner's domain
     ABSENT = "absent"  # the relay reported no SPF or DKIM result at all
+    UNFINISHED = "unfinished"  # none passed, and a check could not finish (temperror)
 
 
 _CHECKED = frozenset({"spf", "dkim"})
-# authres takes quadratic time in the number of results (40,000 took 25 s); a real
+# authres takes quadratic time in the number of results; a real
 # header, even with ARC and DMARC results, is a small fraction of this.
 MAX_HEADER = 8192
 
@@ -109,4 +110,6 @@ def authentication(
     results = [r for r in header.results if r.method.lower() in _CHECKED]
     if any(_passes(r, owner_domain) for r in results):
         return Authentication.PASS
+    if any(str(r.result).lower() == "temperror" for r in results):
+        return Authentication.UNFINISHED
     return Authentication.FAIL if results else Authentication.ABSENT

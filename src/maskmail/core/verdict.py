@@ -8,7 +8,14 @@ from typing import Literal
 
 from maskmail.core import reverse
 from maskmail.core.envelope import parse_mailbox
-from maskmail.core.errors import AddressDisabled, MaskmailError, NotOwner, RelayDenied, ReplyLoops
+from maskmail.core.errors import (
+    AddressDisabled,
+    MaskmailError,
+    NotOwner,
+    NotYetChecked,
+    RelayDenied,
+    ReplyLoops,
+)
 from maskmail.core.records import RelayAddress
 from maskmail.core.senders import Authentication
 
@@ -28,7 +35,8 @@ class Action(StrEnum):
 class Facts:
     """What the mail plane learned about a message before deciding."""
 
-    owner_mailbox: str
+    # The mailboxes that take this address's mail (``core.mailboxes.targets``).
+    owner_mailboxes: tuple[str, ...]
     spam: bool = False
     # The message carries the loop marker we add to every forward.
     looped: bool = False
@@ -40,7 +48,8 @@ class Facts:
 class Verdict:
     action: Action
     reason: str
-    target: str | None = None
+    # Where it goes: the owner's mailboxes for a forward, the outside sender for a reply.
+    targets: tuple[str, ...] = ()
     spam: bool = False
     # For REFUSE: the error the mail plane answers with.
     refusal: type[RelayDenied] = RelayDenied
@@ -77,10 +86,12 @@ def decide(address: RelayAddress, facts: Facts) -> Verdict:
         return Verdict(Action.REFUSE, "the owner's mailbox is itself a relay address")
     if facts.spam and address.block_spam:
         return Verdict(Action.SPAM, "spam, and the owner blocks spam", spam=True)
+    if not facts.owner_mailboxes:
+        return Verdict(Action.BLOCK, "no mailbox of the address takes mail now")
     return Verdict(
         Action.FORWARD,
         "spam, forwarded as the owner allows" if facts.spam else "forward to the owner",
-        target=facts.owner_mailbox,
+        targets=facts.owner_mailboxes,
         spam=facts.spam,
     )
 
@@ -101,6 +112,7 @@ class ReplyFacts:
 NOT_OWNER = "Only the owner of this relay address may send through it"
 FORGED_FROM = "The From header is not the owner's address"
 NOT_AUTHENTICATED = "SPF and DKIM did not pass for the owner's domain"
+NOT_YET_CHECKED = "SPF and DKIM could not be checked just now; the reply will be tried again"
 DISABLED = "This relay address is disabled; enable it to reply through it"
 LOOPS = "This reverse alias stands for an address of this relay; a reply would loop"
 
@@ -132,8 +144,10 @@ def decide_reply(address: RelayAddress, facts: ReplyFacts, outside: str) -> Verd
         return Verdict(Action.REFUSE, FORGED_FROM, refusal=NotOwner)
     if facts.authentication is Authentication.FAIL:
         return Verdict(Action.REFUSE, NOT_AUTHENTICATED, refusal=NotOwner)
+    if facts.authentication is Authentication.UNFINISHED:
+        return Verdict(Action.REFUSE, NOT_YET_CHECKED, refusal=NotYetChecked)
     if not address.enabled:
         return Verdict(Action.REFUSE, DISABLED, refusal=AddressDisabled)
     if _loops(address, outside):
         return Verdict(Action.REFUSE, LOOPS, refusal=ReplyLoops)
-    return Verdict(Action.REPLY, "a reply from the owner", target=outside)
+    return Verdict(Action.REPLY, "a reply from the owner", targets=(outside,))

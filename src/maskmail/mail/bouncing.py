@@ -11,9 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from maskmail.core import bounces
+from maskmail.core import bounces, mailboxes
+from maskmail.core.dsn import Bounce
 from maskmail.core.envelope import Mailbox
-from maskmail.core.errors import AddressNotFound, RelayDenied
+from maskmail.core.errors import (
+    AddressNotFound,
+    DeliveryDeferred,
+    DeliveryRefused,
+    RelayDenied,
+)
 from maskmail.mail import replies
 from maskmail.mail.context import MailContext
 from maskmail.mail.dsn import read_bounce
@@ -28,13 +34,17 @@ def is_bounce(mailbox: Mailbox) -> bool:
     return mailbox.local.lower().startswith(f"{bounces.PREFIX}+")
 
 
-def _address_id(ctx: MailContext, mailbox: Mailbox) -> int:
+def _bounced(ctx: MailContext, mailbox: Mailbox) -> bounces.BounceOf:
     now = int(ctx.clock().timestamp())
-    address_id = bounces.verify_bounce(mailbox.local, now, ctx.bounce_secret)
-    if address_id is None:
+    found = bounces.bounced(mailbox.local, now, ctx.bounce_secret)
+    if found is None:
         # Forged, tampered with, or older than its week: not a bounce of ours.
         raise RelayDenied("not a bounce address of ours")
-    return address_id
+    return found
+
+
+def _address_id(ctx: MailContext, mailbox: Mailbox) -> int:
+    return _bounced(ctx, mailbox).address_id
 
 
 async def bounce_recipient(ctx: MailContext, mailbox: Mailbox) -> int:
@@ -50,9 +60,13 @@ async def bounce_recipient(ctx: MailContext, mailbox: Mailbox) -> int:
 async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
     """Record the bounce for ``mailbox`` (checked again: time passed since RCPT), pause
     the address at the threshold, and answer with the SMTP line. Never sends mail."""
-    address_id = _address_id(ctx, mailbox)
+    found = _bounced(ctx, mailbox)
+    address_id = found.address_id
     # Detectors scan the whole message; a large one must not stall other sessions.
     bounce = await asyncio.to_thread(read_bounce, raw)
+    if found.mailbox_id is not None:
+        await _mailbox_bounce(ctx, address_id, found.mailbox_id, bounce)
+        return replies.ACCEPTED
     async with transaction(ctx.engine) as conn:
         recorded = await store.record_bounce(
             conn,
@@ -71,3 +85,31 @@ async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
     if recorded.paused:
         log.warning("address %d paused after %d hard bounces", address_id, recorded.hard_bounces)
     return replies.ACCEPTED
+
+
+async def _mailbox_bounce(
+    ctx: MailContext, address_id: int, mailbox_id: int, bounce: Bounce
+) -> None:
+    """A copy to one of several mailboxes came back: it counts against that mailbox, and
+    at the threshold forwarding to it stops and the owner hears of it at their default
+    mailbox. The address stays enabled for its other mailboxes."""
+    when = int(ctx.clock().timestamp())
+    async with transaction(ctx.engine) as conn:
+        paused = await store.record_mailbox_bounce(
+            conn, address_id, mailbox_id, bounce, threshold=ctx.bounce_pause_threshold, when=when
+        )
+    log.info("%s bounce (%s) for mailbox %d", bounce.kind, bounce.status, mailbox_id)
+    if paused is None:
+        return
+    log.warning("mailbox %d paused after hard bounces", mailbox_id)
+    notice = mailboxes.pause_notice(
+        to=paused.default_mailbox,
+        sender=f"mailboxes@{ctx.domain}",
+        mailbox_id=mailbox_id,
+        when=when,
+    )
+    try:
+        # The null sender: a notice that bounces in turn comes back to nobody.
+        await ctx.outbound.deliver(notice, sender="", recipient=paused.default_mailbox)
+    except (DeliveryDeferred, DeliveryRefused) as exc:
+        log.warning("pause notice for mailbox %d not delivered: %s", mailbox_id, exc.message)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from maskmail.core.first_mail import FloodGuard
 from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
 from maskmail.mail.spam import SpamJudge
-from maskmail.store.raw import RawSource, Source
+from maskmail.store.driver import Checkout, DriverPool
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +30,24 @@ class MailContext:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     # Hosts whose Authentication-Results count; empty: the newest header only.
     authserv_ids: tuple[str, ...] = ()
+    # Threads for rewriting replies, of their own: the default executor (None) also
+    # resolves host names, and must never wait behind rewrites (nor they behind it).
+    rewriters: Executor | None = None
+    # Domains received for besides ``domain`` (which new addresses get): those of
+    # addresses made before MASKMAIL_DOMAIN changed.
+    older_domains: frozenset[str] = frozenset()
+    # MASKMAIL_MAX_ADDRESSES_PER_USER, for addresses made on first mail (0: no limit).
+    max_addresses_per_user: int = 0
+    # New addresses made on first mail, per sender (core/first_mail.py).
+    first_mail: FloodGuard = field(default_factory=FloodGuard)
     # Driver connections from the engine's pool, for the statements every message runs.
-    raw: RawSource = field(init=False)
+    drivers: Checkout = field(init=False)
+    # Every domain mail is accepted for: the one list, ``domain`` and ``older_domains``.
+    domains: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "raw", Source(self.engine))
+        object.__setattr__(self, "drivers", DriverPool(self.engine))
+        object.__setattr__(self, "domains", self.older_domains | {self.domain.lower()})
 
 
 def peer_ip(session: Any) -> str | None:

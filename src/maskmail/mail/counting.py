@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import logging
 
+from maskmail import metrics
 from maskmail.core.errors import MaskmailError
-from maskmail.core.verdict import Verdict
+from maskmail.core.verdict import Action, Verdict
 from maskmail.mail.context import MailContext
-from maskmail.store import mailflow
+from maskmail.store import addresses
 
 log = logging.getLogger(__name__)
+# The outcome each verdict's message is counted under in maskmail_mail_messages_total.
+OUTCOMES = {
+    Action.FORWARD: "forwarded",
+    Action.BLOCK: "blocked",
+    Action.SPAM: "spam",
+    Action.REPLY: "replied",
+    Action.DROP: "dropped",
+    Action.REFUSE: "refused",
+}
 
 
 async def count(ctx: MailContext, address_id: int, verdict: Verdict, *, sent: bool) -> None:
     """Add the verdict's counters. Once a message was ``sent``, a counting failure must
     not make the client retry (the recipient would get it twice), so it is logged."""
+    metrics.mail_outcomes.labels(OUTCOMES[verdict.action]).inc()
     if not verdict.counters:
         return
     try:
-        async with ctx.raw() as raw:
-            await mailflow.count(raw, address_id, verdict.counters)
+        async with ctx.drivers() as driver:
+            await addresses.count_mail(driver, address_id, verdict.counters)
     except MaskmailError:
         if not sent:
             raise

@@ -12,8 +12,6 @@ from flufl.bounce import all_failures
 from maskmail.core import dsn
 
 log = logging.getLogger(__name__)
-# flufl.bounce logs each of its seventeen detectors at INFO for every message.
-logging.getLogger("flufl.bounce").setLevel(logging.WARNING)
 
 
 def read_bounce(raw: bytes) -> dsn.Bounce:

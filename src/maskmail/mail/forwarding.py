@@ -14,8 +14,9 @@ from maskmail.core.errors import (
     MaskmailError,
     RelayDenied,
 )
+from maskmail.core.mailboxes import targets
 from maskmail.core.verdict import Action, Facts, Verdict, decide
-from maskmail.mail import rewrite
+from maskmail.mail import first_mail, rewrite
 from maskmail.mail.context import MailContext, envelope_sender, peer_ip
 from maskmail.mail.counting import count
 from maskmail.store import mailflow
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def owner_is_relay(ctx: MailContext, owner_mailbox: str) -> bool:
     try:
-        return envelope.is_ours(envelope.parse_mailbox(owner_mailbox), ctx.domain)
+        return envelope.is_ours(envelope.parse_mailbox(owner_mailbox), ctx.domains)
     except MaskmailError:
         return False
 
@@ -33,16 +34,31 @@ def owner_is_relay(ctx: MailContext, owner_mailbox: str) -> bool:
 async def _find(
     ctx: MailContext, mailbox: Mailbox, sender: str | None = None
 ) -> mailflow.Recipient:
-    async with ctx.raw() as raw:
-        found = await mailflow.find_recipient(raw, mailbox.local, mailbox.domain, sender=sender)
+    where = envelope.placed(mailbox, ctx.domains)
+    found = None
+    if where is not None:
+        domain, subdomain = where
+        async with ctx.drivers() as driver:
+            found = await mailflow.find_recipient(
+                driver, mailbox.local, domain, subdomain=subdomain, sender=sender
+            )
     if found is None:
         raise AddressNotFound("no such address")
     return found
 
 
-async def check_recipient(ctx: MailContext, mailbox: Mailbox) -> None:
-    """At RCPT: refuse what is already known to be refused."""
-    found = await _find(ctx, mailbox)
+async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> None:
+    """At RCPT: refuse what is already known to be refused; an unknown local part at a
+    relay subdomain may be made now (``first_mail``)."""
+    try:
+        found = await _find(ctx, mailbox)
+    except AddressNotFound:
+        where = envelope.placed(mailbox, ctx.domains)
+        # Subdomains are claimed under MASKMAIL_DOMAIN only, never under older domains.
+        if where is None or where[1] is None or where[0] != ctx.domain.lower():
+            raise
+        await first_mail.make(ctx, mailbox, where[0], where[1], mail_from)
+        found = await _find(ctx, mailbox)
     if owner_is_relay(ctx, found.owner_mailbox):
         raise RelayDenied("forwarding would loop")
 
@@ -58,6 +74,9 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
     # Looked up again: the address may have been disabled or deleted since RCPT. The
     # reverse alias for replies comes with it when it was made before.
     found = await _find(ctx, mailbox, _replier(origin.reply_to))
+    async with ctx.drivers() as driver:
+        boxes = await mailflow.destinations(driver, found.address.user_id, found.address.id)
+    owner_mailboxes = targets(boxes)
     ip = peer_ip(session)
     helo = getattr(session, "host_name", None)
     # A disabled address blocks whatever the verdict: do not ask rspamd in vain.
@@ -70,10 +89,10 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
         recipient=str(mailbox),
     )
     facts = Facts(
-        owner_mailbox=found.owner_mailbox,
+        owner_mailboxes=owner_mailboxes,
         spam=spam,
         looped=rewrite.has_loop_marker(fields, ctx.domain),
-        owner_is_relay=owner_is_relay(ctx, found.owner_mailbox),
+        owner_is_relay=any(owner_is_relay(ctx, m) for m in owner_mailboxes),
     )
     verdict = decide(found.address, facts)
     log.info("message for address %d: %s", found.address.id, verdict.action)
@@ -104,7 +123,8 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
         )
         if ctx.signer is not None:
             message = await ctx.signer.sign(message)
-        await _send(ctx, message, verdict, found.address.id)
+        mailbox_ids = {box.email: box.id for box in boxes}
+        await _send(ctx, message, verdict, found.address.id, mailbox_ids)
     await count(ctx, found.address.id, verdict, sent=verdict.action is Action.FORWARD)
 
 
@@ -119,17 +139,33 @@ async def _reverse_alias(ctx: MailContext, address_id: int, reply_to: str) -> st
     sender = _replier(reply_to)
     if sender is None:
         return None
-    async with ctx.raw() as raw:
-        return await mailflow.reverse_alias(raw, address_id, sender, domain=ctx.domain)
+    async with ctx.drivers() as driver:
+        return await mailflow.reverse_alias(driver, address_id, sender, domain=ctx.domain)
 
 
-async def _send(ctx: MailContext, message: bytes, verdict: Verdict, address_id: int) -> None:
-    assert verdict.target is not None
-    sender = bounces.bounce_address(
-        address_id, int(ctx.clock().timestamp()), ctx.bounce_secret, ctx.domain
-    )
-    try:
-        await ctx.outbound.deliver(message, sender=sender, recipient=verdict.target)
-    except (DeliveryDeferred, DeliveryRefused) as exc:
-        log.info("forward for address %d not delivered: %s", address_id, exc.message)
-        raise
+async def _send(
+    ctx: MailContext,
+    message: bytes,
+    verdict: Verdict,
+    address_id: int,
+    mailbox_ids: dict[str, int],
+) -> None:
+    """One copy to each mailbox. Once any copy is delivered the message is done (a retry
+    would send the delivered ones twice); only when none is does the sender hear of it,
+    a deferral before a refusal, so that a retry can still reach them.
+
+    With several mailboxes each copy's bounce address names its mailbox, so a refusal
+    counts against that mailbox alone; with one, it counts against the address."""
+    now = int(ctx.clock().timestamp())
+    several = len(verdict.targets) > 1
+    failures: list[DeliveryDeferred | DeliveryRefused] = []
+    for target in verdict.targets:
+        mailbox_id = mailbox_ids.get(target) if several else None
+        sender = bounces.bounce_address(address_id, now, ctx.bounce_secret, ctx.domain, mailbox_id)
+        try:
+            await ctx.outbound.deliver(message, sender=sender, recipient=target)
+        except (DeliveryDeferred, DeliveryRefused) as exc:
+            log.info("forward for address %d not delivered: %s", address_id, exc.message)
+            failures.append(exc)
+    if len(failures) == len(verdict.targets):
+        raise next((f for f in failures if isinstance(f, DeliveryDeferred)), failures[0])

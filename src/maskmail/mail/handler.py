@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from maskmail import logs, metrics
 from maskmail.core import envelope, reverse
 from maskmail.core.envelope import Mailbox
-from maskmail.core.errors import InvalidAddress, MaskmailError, RelayDenied
-from maskmail.mail import bouncing, forwarding, replies, replying
+from maskmail.core.errors import InvalidAddress, MaskmailError
+from maskmail.mail import bouncing, forwarding, recipients, replies, replying
 from maskmail.mail.context import MailContext, envelope_sender
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,8 @@ class RelayHandler:
     async def handle_MAIL(  # noqa: N802 (aiosmtpd's hook names)
         self, server: Any, session: Any, env: Any, address: str, mail_options: list[str]
     ) -> str:
+        # A new message: every line it causes from here on carries this id.
+        logs.bind("message_id")
         try:
             envelope.check_sender(address)
         except MaskmailError:
@@ -41,15 +44,7 @@ class RelayHandler:
     ) -> str:
         """Answer every recipient truly, here, whenever the answer is already known."""
         try:
-            mailbox = envelope.parse_mailbox(address)
-            if not envelope.is_ours(mailbox, self.ctx.domain):
-                raise RelayDenied("relaying denied")
-            if bouncing.is_bounce(mailbox):
-                await bouncing.bounce_recipient(self.ctx, mailbox)
-            elif reverse.is_alias_local(mailbox.local):
-                await replying.check_recipient(self.ctx, mailbox, envelope_sender(env))
-            else:
-                await forwarding.check_recipient(self.ctx, mailbox)
+            mailbox = await recipients.check_recipient(self.ctx, address, envelope_sender(env))
         except MaskmailError as exc:
             return replies.reply_for(exc)
         if env.rcpt_tos:
@@ -62,19 +57,32 @@ class RelayHandler:
         try:
             mailbox = _recipient(env)
             if bouncing.is_bounce(mailbox):
-                return await bouncing.take_bounce(self.ctx, mailbox, env.original_content)
+                reply = await bouncing.take_bounce(self.ctx, mailbox, env.original_content)
+                _count_outcome(reply, "bounced")
+                return reply
             if reverse.is_alias_local(mailbox.local):
                 await replying.reply(self.ctx, session, env, mailbox)
             else:
                 await forwarding.forward(self.ctx, session, env, mailbox)
         except MaskmailError as exc:
-            return replies.reply_for(exc)
+            reply = replies.reply_for(exc)
+            _count_outcome(reply, "")
+            return reply
         return replies.ACCEPTED
 
     async def handle_exception(self, error: Exception) -> str:
         """Anything unexpected: logged here, never shown; the client retries later."""
         log.error("unexpected error in the SMTP session", exc_info=error)
         return replies.TRY_LATER
+
+
+def _count_outcome(reply: str, accepted: str) -> None:
+    """Messages not counted by their verdict (``counting.py``): by the reply they got."""
+    if reply.startswith("2"):
+        if accepted:
+            metrics.mail_outcomes.labels(accepted).inc()
+        return
+    metrics.mail_outcomes.labels("refused" if reply.startswith("5") else "deferred").inc()
 
 
 def _recipient(env: Any) -> Mailbox:

@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import mailbox
+import time
 from pathlib import Path
 from typing import Protocol
 
 import aiosmtplib
 
+from maskmail import metrics
 from maskmail.core.errors import DeliveryDeferred, DeliveryRefused
 from maskmail.mail.smtp_pool import SmtpPool
 
@@ -43,6 +45,21 @@ class Smarthost:
         self.pool = SmtpPool(host, port, timeout=timeout, local_hostname=local_hostname)
 
     async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None:
+        started = time.perf_counter()
+        result = "error"
+        try:
+            await self._deliver(message, sender=sender, recipient=recipient)
+            result = "accepted"
+        except DeliveryRefused:
+            result = "refused"
+            raise
+        except DeliveryDeferred:
+            result = "deferred"
+            raise
+        finally:
+            metrics.smarthost_seconds.labels(result).observe(time.perf_counter() - started)
+
+    async def _deliver(self, message: bytes, *, sender: str, recipient: str) -> None:
         try:
             await self.pool.sendmail(
                 message,

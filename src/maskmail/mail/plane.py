@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 
 import httpx
@@ -16,8 +17,13 @@ from maskmail.mail.context import MailContext
 from maskmail.mail.dkim import load_signer
 from maskmail.mail.handler import RelayHandler
 from maskmail.mail.outbound import Outbox, Smarthost
+from maskmail.mail.policy import start_policy
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
+from maskmail.store.domains import address_domains
+from maskmail.store.engine import transaction
+
+log = logging.getLogger("maskmail")
 
 RSPAMD_TIMEOUT = 20.0
 CLOSE_TIMEOUT = 5.0
@@ -34,44 +40,80 @@ def outbound_for(settings: Settings) -> Smarthost | Outbox:
     )
 
 
+async def older_domains(engine: AsyncEngine, domain: str) -> frozenset[str]:
+    """Domains of addresses made before ``MASKMAIL_DOMAIN`` changed: they keep receiving."""
+    async with transaction(engine, readonly=True) as conn:
+        older = await address_domains(conn) - {domain}
+    if older:
+        log.info(
+            "receiving for @%s (new addresses) and still for @%s, where older addresses live",
+            domain,
+            ", @".join(sorted(older)),
+        )
+    return older
+
+
 @asynccontextmanager
 async def mail_plane(
-    settings: Settings, engine: AsyncEngine, *, host: str, port: int
+    settings: Settings,
+    engine: AsyncEngine,
+    *,
+    host: str,
+    port: int,
+    on_started: Callable[[], None] = lambda: None,
 ) -> AsyncIterator[asyncio.Server]:
-    """The SMTP server, listening until the block ends."""
+    """The SMTP server, listening until the block ends; ``on_started`` runs once it
+    listens (the entry point freezes the collector there)."""
     outbound = outbound_for(settings)
-    async with httpx.AsyncClient(timeout=RSPAMD_TIMEOUT) as client:
-        context = MailContext(
-            engine=engine,
-            domain=settings.domain,
-            hostname=settings.mail_hostname,
-            outbound=outbound,
-            judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
-            bounce_secret=load_bounce_secret(settings),
-            bounce_pause_threshold=settings.bounce_pause_threshold,
-            signer=load_signer(
-                settings.dkim_key_path, selector=settings.dkim_selector, domain=settings.domain
-            ),
-            authserv_ids=settings.authserv_id_list,
-        )
-        server = await start_smtp(
-            RelayHandler(context),
-            host=host,
-            port=port,
-            hostname=settings.mail_hostname,
-            max_message_size=settings.max_message_size,
-            max_connections=settings.smtp_max_connections,
-            idle_timeout=settings.smtp_timeout,
-        )
-        # What start-up made lives as long as the process: keep it out of every
-        # collection (about 5 % of the CPU per message, docs/benchmarks.md).
-        gc.freeze()
-        try:
-            yield server
-        finally:
-            server.close()
-            # Since Python 3.12 this also waits for open sessions; do not wait forever
-            # (the sessions left are cancelled with the loop).
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(server.wait_closed(), CLOSE_TIMEOUT)
-            await outbound.close()
+    older = await older_domains(engine, settings.domain)
+    rewriters = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reply-rewrite")
+    try:
+        async with httpx.AsyncClient(timeout=RSPAMD_TIMEOUT) as client:
+            context = MailContext(
+                engine=engine,
+                domain=settings.domain,
+                older_domains=older,
+                max_addresses_per_user=settings.max_addresses_per_user,
+                hostname=settings.mail_hostname,
+                outbound=outbound,
+                judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
+                bounce_secret=load_bounce_secret(settings),
+                bounce_pause_threshold=settings.bounce_pause_threshold,
+                signer=load_signer(
+                    settings.dkim_key_path, selector=settings.dkim_selector, domain=settings.domain
+                ),
+                authserv_ids=settings.authserv_id_list,
+                rewriters=rewriters,
+            )
+            server = await start_smtp(
+                RelayHandler(context),
+                host=host,
+                port=port,
+                hostname=settings.mail_hostname,
+                max_message_size=settings.max_message_size,
+                max_connections=settings.smtp_max_connections,
+                max_per_client=settings.smtp_max_per_client,
+                idle_timeout=settings.smtp_timeout,
+            )
+            policy = None
+            if settings.policy_port:
+                policy = await start_policy(
+                    context,
+                    host=host,
+                    port=settings.policy_port,
+                    idle_timeout=settings.smtp_timeout,
+                )
+            on_started()
+            try:
+                yield server
+            finally:
+                server.close()
+                if policy is not None:
+                    policy.close()
+                # Since Python 3.12 this also waits for open sessions; do not wait forever
+                # (the sessions left are cancelled with the loop).
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(server.wait_closed(), CLOSE_TIMEOUT)
+                await outbound.close()
+    finally:
+        rewriters.shutdown(wait=False, cancel_futures=True)

@@ -13,6 +13,8 @@ from maskmail.core.errors import (
     InvalidAddress,
     MaskmailError,
     NotOwner,
+    NotYetChecked,
+    RateLimited,
     RelayDenied,
     ReplyLoops,
     StoreUnavailable,
@@ -26,6 +28,7 @@ ACCEPTED = "250 2.0.0 Message accepted"
 ONE_RECIPIENT = "452 4.5.3 One recipient per message; send the others in a new transaction"
 BAD_SENDER = "501 5.1.7 Bad sender address syntax"
 TOO_MANY_CONNECTIONS = "421 4.7.0 Too many connections; try again later"
+TOO_MANY_FROM_CLIENT = "421 4.7.0 Too many connections from your address; try again later"
 IDLE_TIMEOUT = "421 4.4.2 Idle for too long; closing the connection"
 TRY_LATER = "451 4.3.0 Temporary failure; try again later"
 
@@ -33,6 +36,7 @@ _TABLE: dict[type[MaskmailError], str] = {
     InvalidAddress: "501 5.1.3 Bad recipient address syntax",
     AddressNotFound: "550 5.1.1 No such user here",
     RelayDenied: "550 5.7.1 Relaying denied",
+    RateLimited: "450 4.7.1 Too many new addresses from this sender; try again later",
     StoreUnavailable: "451 4.3.0 Temporary failure; try again later",
     DeliveryDeferred: "451 4.4.1 Could not deliver right now; try again later",
     DeliveryRefused: "550 5.0.0 The destination refused this message",
@@ -40,6 +44,7 @@ _TABLE: dict[type[MaskmailError], str] = {
 }
 # These carry a reason for the owner, written by core (never by a client).
 _WITH_REASON: dict[type[MaskmailError], str] = {
+    NotYetChecked: "451 4.7.0",
     NotOwner: "550 5.7.1",
     AddressDisabled: "550 5.7.1",
     ReplyLoops: "550 5.7.1",

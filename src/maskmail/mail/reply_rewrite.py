@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import quopri
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from email import policy
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
-from email.utils import encode_rfc2231, format_datetime, formataddr, quote
+from email.utils import format_datetime, formataddr
 
 from maskmail.core.errors import Unrewritable
 from maskmail.mail.reply_check import refuse_if_visible
+from maskmail.mail.reply_headers import CidLinks, HeaderScrub, set_fields
 from maskmail.mail.scrub import Scrubber
 
 __all__ = ["KEPT", "Reply", "Scrubber", "rewrite_reply"]
@@ -43,15 +42,13 @@ KEPT = frozenset(
 _WRITABLE = frozenset({"7bit", "8bit", "binary", "quoted-printable", "base64"})
 _POLICY = policy.default.clone(linesep="\r\n")
 _PRINTABLE = bytes(range(32, 127))
-_PARAM_HEADERS = ("content-type", "content-disposition")
-_ID_HEADERS = ("message-id", "in-reply-to", "references")
-_MSG_ID = re.compile(r"<[^<>]*>")
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
     """Everything the rewrite needs besides the message."""
 
+    # The mailbox the reply came from.
     owner_mailbox: str
     relay_address: str
     outside: str
@@ -59,6 +56,8 @@ class Reply:
     display_name: str
     domain: str
     when: datetime
+    # The owner's other mailboxes: taken out too, wherever the reply quotes them.
+    scrubbed: tuple[str, ...] = ()
 
 
 def _set_payload(part: Message, data: bytes) -> None:
@@ -72,7 +71,8 @@ def _set_payload(part: Message, data: bytes) -> None:
         part.set_payload(data.decode("ascii", "surrogateescape"))
 
 
-@functools.cache
+# Bounded: the charset names come from the messages.
+@functools.lru_cache(maxsize=32)
 def _ascii_compatible(charset: str) -> bool:
     """Whether ASCII text is the same bytes in ``charset`` (not so in UTF-7, UTF-16,
     EBCDIC). A charset Python does not know is read as ASCII, as most readers would."""
@@ -84,19 +84,19 @@ def _ascii_compatible(charset: str) -> bool:
         return False
 
 
-def _scrub_text(data: bytes, charset: str, scrub: Scrubber) -> bytes:
+def _scrub_text(data: bytes, charset: str, scrub: Scrubber, links: CidLinks) -> bytes:
     if scrub.ascii and _ascii_compatible(charset):
-        return scrub.data(data)
+        return links.data(scrub.data(data))
     # Undeclared 8-bit bytes ride along in an ASCII-compatible charset; elsewhere a
     # byte that does not decode means the part cannot be read with certainty.
     errors = "surrogateescape" if _ascii_compatible(charset) else "strict"
     try:
-        return scrub.text(data.decode(charset, errors)).encode(charset, errors)
+        return links.text(scrub.text(data.decode(charset, errors))).encode(charset, errors)
     except (UnicodeError, LookupError) as exc:
         raise Unrewritable("a text part could not be decoded") from exc
 
 
-def _scrub_payload(part: Message, scrub: Scrubber) -> None:
+def _scrub_payload(part: Message, scrub: Scrubber, links: CidLinks) -> None:
     if part.is_multipart():
         return
     encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
@@ -105,7 +105,8 @@ def _scrub_payload(part: Message, scrub: Scrubber) -> None:
     data = part.get_payload(decode=True)
     if not isinstance(data, bytes):
         return
-    changed = _scrub_text(data, str(part.get_content_charset() or "us-ascii").lower(), scrub)
+    charset = str(part.get_content_charset() or "us-ascii").lower()
+    changed = _scrub_text(data, charset, scrub, links)
     if changed == data:
         return
     if encoding not in _WRITABLE:
@@ -113,92 +114,27 @@ def _scrub_payload(part: Message, scrub: Scrubber) -> None:
     _set_payload(part, changed)
 
 
-def _scrub_params(part: Message, scrub: Scrubber) -> None:
-    """MIME parameters as the reader decodes them (RFC 2231 encoded and continued), such
-    as an attachment named after the owner: written again when they hold the address."""
-    for name in _PARAM_HEADERS:
-        header = part.get(name)
-        params = dict(getattr(header, "params", None) or {})
-        if not any(scrub.seen_in(str(value)) for value in params.values()):
-            continue
-        main = getattr(header, "content_type", None) or getattr(header, "content_disposition", "")
-        items = [str(main)]
-        for key, value in params.items():
-            value = scrub.everywhere(str(value))
-            if value.isascii():
-                items.append(f'{key}="{quote(value)}"')
-            else:
-                items.append(f"{key}*={encode_rfc2231(value, 'utf-8')}")
-        part.replace_header(name, "; ".join(items))
-
-
-def _masked_id(msg_id: str, domain: str) -> str:
-    """A message id that does not show the owner's address; the same one for the same
-    id, so the outside side's threads hold across replies."""
-    digest = hashlib.sha256(msg_id.strip().lower().encode("utf-8", "surrogateescape"))
-    return f"<{digest.hexdigest()[:32]}@{domain}>"
-
-
-def _points_at_owner(msg_id: str, scrub: Scrubber, owner_domain: str | None) -> bool:
-    if scrub.seen_in(msg_id):
-        return True
-    if owner_domain is None:
-        return False
-    right = msg_id.strip().strip("<>").rpartition("@")[2].strip().lower()
-    return right == owner_domain or right.endswith("." + owner_domain)
-
-
-def _scrub_ids(message: Message, scrub: Scrubber, owner: str, domain: str) -> None:
-    """Ids that point at the owner are replaced, by the same id each time, so threads
-    hold: any that holds their address, and the reply's own id when it sits at their
-    domain (Thunderbird takes it from the sender's address: half of it, for a domain of
-    one's own). Ids in In-Reply-To and References at that domain may be the outside
-    sender's own (both on one provider), so they stay."""
-    for name in _ID_HEADERS:
-        value = message.get(name)
-        if value is None:
-            continue
-        text = str(value)
-        by_domain = owner.rpartition("@")[2].lower() if name == "message-id" else None
-        ids = [m.group() for m in _MSG_ID.finditer(text)]
-        cleaned = text
-        for found in ids:
-            if _points_at_owner(found, scrub, by_domain):
-                cleaned = cleaned.replace(found, _masked_id(found, domain))
-        if scrub.seen_in(cleaned):
-            cleaned = _masked_id(cleaned, domain)
-        if cleaned != text:
-            message.replace_header(name, cleaned)
-
-
-def _scrub_headers(part: Message, scrub: Scrubber) -> None:
-    for name, value in list(part.items()):
-        text = str(value)
-        cleaned = scrub.text(text)
-        if cleaned != text:
-            part.replace_header(name, cleaned)
-
-
 def rewrite_reply(raw: bytes, reply: Reply) -> bytes:
     """The reply as the outside recipient gets it: from the relay address, to them."""
-    scrub = Scrubber(reply.owner_mailbox, reply.relay_address)
+    scrub = Scrubber((reply.owner_mailbox, *reply.scrubbed), reply.relay_address)
     try:
         message = BytesParser(policy=policy.default).parsebytes(raw)
         assert isinstance(message, EmailMessage)
-        for name in {key.lower() for key in message} - KEPT:
-            del message[name]
-        _scrub_ids(message, scrub, reply.owner_mailbox, reply.domain)
-        for part in message.walk():
-            _scrub_params(part, scrub)
-            if part is not message:
-                _scrub_headers(part, scrub)
-            _scrub_payload(part, scrub)
+        set_fields(message, [f for f in message.raw_items() if f[0].lower() in KEPT])
+        headers = HeaderScrub(scrub, reply.owner_mailbox, reply.domain)
+        parts = list(message.walk())
+        # Every part's fields first: the Content-IDs they replace are linked from bodies
+        # that may come before them.
+        for part in parts:
+            headers.rewrite(part, top=part is message)
+        links = CidLinks(headers.content_ids)
+        for part in parts:
+            _scrub_payload(part, scrub, links)
             # The text around a multipart's parts, which some clients fill.
             for side in ("preamble", "epilogue"):
                 text = getattr(part, side)
                 if isinstance(text, str):
                     setattr(part, side, scrub.text(text))
-        _scrub_headers(message, scrub)
         shown = scrub.text(reply.display_name)
         message["From"] = formataddr((shown, reply.relay_address), "utf-8")
         message["To"] = reply.outside
@@ -210,7 +146,7 @@ def rewrite_reply(raw: bytes, reply: Reply) -> bytes:
         # Byte by byte too: a reader that ignores the charset sees ASCII as ASCII.
         if scrub.found_in(out):
             raise Unrewritable("the owner's address is still in the reply")
-        refuse_if_visible(BytesParser(policy=policy.default).parsebytes(out), scrub)
+        refuse_if_visible(out, scrub)
     except Unrewritable:
         raise
     except Exception as exc:

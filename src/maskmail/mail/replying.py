@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
-from maskmail.core import senders
+from maskmail.core import mailboxes, senders
 from maskmail.core.envelope import Mailbox
 from maskmail.core.errors import AddressNotFound, DeliveryDeferred, DeliveryRefused
 from maskmail.core.verdict import Action, ReplyFacts, Verdict, decide_reply
@@ -17,20 +17,29 @@ from maskmail.mail.context import MailContext, envelope_sender, peer_ip
 from maskmail.mail.counting import count
 from maskmail.mail.reply_rewrite import Reply, rewrite_reply
 from maskmail.store import mailflow
-from maskmail.store.engine import transaction
 
 log = logging.getLogger(__name__)
-# Threads of their own: the default executor also resolves host names, and must never
-# wait behind rewrites (nor they behind it).
-_REWRITERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reply-rewrite")
 
 
-async def _route(ctx: MailContext, mailbox: Mailbox) -> mailflow.ReplyRoute:
-    async with transaction(ctx.engine, readonly=True) as conn:
-        route = await mailflow.find_reply_route(conn, mailbox.local, mailbox.domain)
-    if route is None:
-        raise AddressNotFound("no such address")
-    return route
+@dataclass(frozen=True, slots=True)
+class _Route:
+    route: mailflow.ReplyRoute
+    # The address's mailboxes, which may send through it; every one of the owner's.
+    senders: tuple[str, ...]
+    everyone: tuple[str, ...]
+
+    def sender(self, address: str) -> str | None:
+        """The address's mailbox ``address`` is, if any."""
+        return next((m for m in self.senders if senders.same_mailbox(address, m)), None)
+
+
+async def _route(ctx: MailContext, mailbox: Mailbox) -> _Route:
+    async with ctx.drivers() as driver:
+        route = await mailflow.find_reply_route(driver, mailbox.local, mailbox.domain)
+        if route is None:
+            raise AddressNotFound("no such address")
+        boxes = await mailflow.destinations(driver, route.address.user_id, route.address.id)
+    return _Route(route, mailboxes.senders(boxes), tuple(m.email for m in boxes))
 
 
 def _refuse_unless_reply(verdict: Verdict) -> None:
@@ -40,9 +49,9 @@ def _refuse_unless_reply(verdict: Verdict) -> None:
 
 async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> None:
     """At RCPT: a stranger or a disabled address is refused before any data is sent."""
-    route = await _route(ctx, mailbox)
-    facts = ReplyFacts(envelope_is_owner=senders.same_mailbox(mail_from, route.owner_mailbox))
-    _refuse_unless_reply(decide_reply(route.address, facts, route.outside))
+    found = await _route(ctx, mailbox)
+    facts = ReplyFacts(envelope_is_owner=found.sender(mail_from) is not None)
+    _refuse_unless_reply(decide_reply(found.route.address, facts, found.route.outside))
 
 
 def _from_addresses(headers: Any) -> list[str] | None:
@@ -80,33 +89,39 @@ def _authentication(
 async def reply(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) -> None:
     """Check the sender again with the headers, rewrite, send, and count the reply."""
     raw: bytes = env.original_content
-    route = await _route(ctx, mailbox)
+    found = await _route(ctx, mailbox)
+    route = found.route
     header_block, _ = rewrite.split_message(raw)
     headers = rewrite.parse_headers(header_block)
     authors = _from_addresses(headers) or []
+    sender = found.sender(envelope_sender(env))
     facts = ReplyFacts(
-        envelope_is_owner=senders.same_mailbox(envelope_sender(env), route.owner_mailbox),
-        # Exactly one author, and it is the owner: a second From could be anyone.
-        header_is_owner=len(authors) == 1 and senders.same_mailbox(authors[0], route.owner_mailbox),
-        authentication=_authentication(ctx, session, headers, route.owner_mailbox),
+        envelope_is_owner=sender is not None,
+        # Exactly one author, and it is the mailbox that sent: a second From could be anyone.
+        header_is_owner=sender is not None
+        and len(authors) == 1
+        and senders.same_mailbox(authors[0], sender),
+        authentication=None if sender is None else _authentication(ctx, session, headers, sender),
     )
     verdict = decide_reply(route.address, facts, route.outside)
     log.info("reply through address %d: %s", route.address.id, verdict.action)
     _refuse_unless_reply(verdict)
+    assert sender is not None  # the verdict refused anyone else
     relay = route.address.full_address
     # Parsing and rewriting a large reply takes seconds of CPU: in a thread, so the
     # event loop keeps serving other sessions meanwhile.
     message = await asyncio.get_running_loop().run_in_executor(
-        _REWRITERS,
+        ctx.rewriters,
         rewrite_reply,
         raw,
         Reply(
-            owner_mailbox=route.owner_mailbox,
+            owner_mailbox=sender,
             relay_address=relay,
             outside=route.outside,
             display_name=rewrite.origin(headers, "").display_name if route.show_name else "",
             domain=ctx.domain,
             when=ctx.clock(),
+            scrubbed=found.everyone,
         ),
     )
     if ctx.signer is not None:

@@ -87,8 +87,8 @@ def _addresses(headers: EmailMessage, name: str) -> list[Address]:
     """The addresses of one header, or none when it is unparseable or too long to parse.
 
     The standard library's address parser is quadratic on some inputs (a long run of
-    quotes took 38 s) and recursive on nested comments, and it runs on the event loop:
-    an oversized value is treated as absent rather than parsed.
+    quotes; docs/security.md) and recursive on nested comments, and it runs on the event
+    loop: an oversized value is treated as absent rather than parsed.
     """
     raw = next((value for key, value in headers.raw_items() if key.lower() == name), None)
     if raw is None or len(raw) > MAX_ADDRESS_HEADER:

@@ -3,24 +3,48 @@
 from __future__ import annotations
 
 import asyncio
-import logging
+from collections import Counter
 from typing import Any
 
 from aiosmtpd.smtp import SMTP
 
 from maskmail.mail import replies
 from maskmail.mail.handler import RelayHandler
-
-# aiosmtpd logs every sender and recipient at INFO; users' addresses stay out of our logs.
-logging.getLogger("mail.log").setLevel(logging.WARNING)
+from maskmail.startup import listen_failure
 
 
 class ConnectionGate:
-    """Counts open connections across all protocol instances of one server."""
+    """Counts open connections across all protocol instances of one server, in all and
+    per client address, so that one client cannot hold every connection."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, per_client: int) -> None:
         self.limit = limit
+        self.per_client = per_client
         self.open = 0
+        self.by_client: Counter[str] = Counter()
+
+    def refusal(self, client: str) -> str | None:
+        """The line to refuse a new connection from ``client`` with, or None to admit it."""
+        if self.open >= self.limit:
+            return replies.TOO_MANY_CONNECTIONS
+        if self.by_client[client] >= self.per_client:
+            return replies.TOO_MANY_FROM_CLIENT
+        return None
+
+    def admit(self, client: str) -> None:
+        self.open += 1
+        self.by_client[client] += 1
+
+    def release(self, client: str) -> None:
+        self.open -= 1
+        self.by_client[client] -= 1
+        if self.by_client[client] <= 0:
+            del self.by_client[client]
+
+
+def _client_of(transport: asyncio.BaseTransport) -> str:
+    peer = transport.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
 
 
 class RelaySMTP(SMTP):
@@ -29,30 +53,32 @@ class RelaySMTP(SMTP):
     def __init__(self, handler: RelayHandler, gate: ConnectionGate, **kwargs: Any) -> None:
         super().__init__(handler, **kwargs)
         self._gate = gate
-        self._admitted = False
+        self._client: str | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if not self._admitted:
-            if self._gate.open >= self._gate.limit:
-                transport.write(f"{replies.TOO_MANY_CONNECTIONS}\r\n".encode())  # type: ignore[attr-defined]
+        if self._client is None:
+            client = _client_of(transport)
+            refusal = self._gate.refusal(client)
+            if refusal is not None:
+                _say(transport, refusal)
                 transport.close()
                 return
-            self._gate.open += 1
-            self._admitted = True
+            self._gate.admit(client)
+            self._client = client
         super().connection_made(transport)
 
     def connection_lost(self, error: Exception | None) -> None:
-        if not self._admitted:
+        if self._client is None:
             return
-        self._admitted = False
-        self._gate.open -= 1
+        self._gate.release(self._client)
+        self._client = None
         super().connection_lost(error)
 
     def _timeout_cb(self) -> None:
         """Say why before hanging up on a silent client (RFC 5321 4.5.3.2)."""
         transport = self.transport
-        if isinstance(transport, asyncio.WriteTransport) and not transport.is_closing():
-            transport.write(f"{replies.IDLE_TIMEOUT}\r\n".encode())
+        if transport is not None and not transport.is_closing():
+            _say(transport, replies.IDLE_TIMEOUT)
         super()._timeout_cb()  # type: ignore[no-untyped-call]
 
     def _getaddr(self, arg: str) -> tuple[str | None, str | None]:
@@ -69,6 +95,14 @@ class RelaySMTP(SMTP):
         return address, rest
 
 
+def _say(transport: asyncio.BaseTransport, line: str) -> None:
+    # uvloop's transports write but are not asyncio.WriteTransport subclasses, so an
+    # isinstance check is false under uvloop: ask for the method instead.
+    write = getattr(transport, "write", None)
+    if write is not None:
+        write(f"{line}\r\n".encode())
+
+
 async def start_smtp(
     handler: RelayHandler,
     *,
@@ -77,11 +111,12 @@ async def start_smtp(
     hostname: str,
     max_message_size: int,
     max_connections: int,
+    max_per_client: int,
     idle_timeout: float,
 ) -> asyncio.Server:
     """Listen on ``host:port``; the banner names the host and nothing about the software."""
     loop = asyncio.get_running_loop()
-    gate = ConnectionGate(max_connections)
+    gate = ConnectionGate(max_connections, max_per_client)
 
     def factory() -> RelaySMTP:
         return RelaySMTP(
@@ -96,4 +131,7 @@ async def start_smtp(
             loop=loop,
         )
 
-    return await loop.create_server(factory, host=host, port=port)
+    try:
+        return await loop.create_server(factory, host=host, port=port)
+    except OSError as exc:
+        raise listen_failure(exc, host, port, "SMTP", "--smtp-port (up) or --port (smtp)") from exc

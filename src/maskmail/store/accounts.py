@@ -1,16 +1,31 @@
-"""Users and their API keys."""
+"""Users and their API keys: made, checked, listed, marked used, revoked."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from maskmail.core import keys
 from maskmail.core.errors import UserExists, UserNotFound
+from maskmail.store import mailboxes
 from maskmail.store.clock import now
+from maskmail.store.driver import Driver, Statement
 from maskmail.store.tables import api_keys, users
+
+# The recognisable prefix and four characters of the random part: enough to tell a
+# user's keys apart, 24 bits of the key's 256.
+PREFIX_LENGTH = len(keys.PREFIX) + 4
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInfo:
+    id: int
+    prefix: str
+    created_time: int
+    last_used_time: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,16 +37,20 @@ class Owner:
 
 
 async def add_user(conn: AsyncConnection, email: str) -> int:
+    """The user, named by ``email``, which is also their mailbox one."""
+    created = now()
     try:
         async with conn.begin_nested():
             result = await conn.execute(
                 insert(users)
-                .values(email=email, email_key=email.lower(), created_time=now())
+                .values(email=email, email_key=email.lower(), created_time=created)
                 .returning(users.c.id)
             )
     except IntegrityError as exc:
         raise UserExists(f"a user with that email already exists: {email}") from exc
-    return int(result.scalar_one())
+    user_id = int(result.scalar_one())
+    await mailboxes.add_first(conn, user_id, email, created)
+    return user_id
 
 
 async def user_id_for_email(conn: AsyncConnection, email: str) -> int:
@@ -61,13 +80,39 @@ async def count_users(conn: AsyncConnection) -> int:
     return int(await conn.scalar(select(func.count()).select_from(users)) or 0)
 
 
-async def add_key(conn: AsyncConnection, user_id: int, key_hash: str) -> int:
+async def add_key(
+    conn: AsyncConnection, user_id: int, key_hash: str, prefix: str | None = None
+) -> int:
+    """Store a key by its hash; ``prefix`` labels it in the owner's list of keys."""
     result = await conn.execute(
         insert(api_keys)
-        .values(user_id=user_id, key_hash=key_hash, created_time=now())
+        .values(user_id=user_id, key_hash=key_hash, key_prefix=prefix, created_time=now())
         .returning(api_keys.c.id)
     )
     return int(result.scalar_one())
+
+
+async def create_key(conn: AsyncConnection, user_id: int) -> str:
+    """A new key for the user, labelled with its prefix; the plaintext is returned once
+    and never stored."""
+    key = keys.generate_key()
+    await add_key(conn, user_id, keys.hash_key(key), key[:PREFIX_LENGTH])
+    return key
+
+
+async def live_keys(conn: AsyncConnection, user_id: int) -> list[KeyInfo]:
+    """The user's keys that are not revoked, newest first."""
+    rows = await conn.execute(
+        select(
+            api_keys.c.id, api_keys.c.key_prefix, api_keys.c.created_time, api_keys.c.last_used_time
+        )
+        .where(api_keys.c.user_id == user_id, api_keys.c.revoked_time.is_(None))
+        .order_by(api_keys.c.id.desc())
+    )
+    return [
+        KeyInfo(int(r[0]), r[1] or keys.PREFIX, int(r[2]), None if r[3] is None else int(r[3]))
+        for r in rows
+    ]
 
 
 async def revoke_key(conn: AsyncConnection, key_hash: str) -> bool:
@@ -80,10 +125,34 @@ async def revoke_key(conn: AsyncConnection, key_hash: str) -> bool:
     return result.rowcount == 1
 
 
-# Built once; every request runs it, and never from a cache: a revoked key stops at once.
-_OWNER_FOR_KEY = select(api_keys.c.user_id, api_keys.c.id).where(
-    api_keys.c.key_hash == bindparam("key_hash"), api_keys.c.revoked_time.is_(None)
+async def revoke_own_key(conn: AsyncConnection, user_id: int, key_id: int) -> bool:
+    """Revoke one of the user's keys; False when the id is not a live key of theirs."""
+    key_hash = await conn.scalar(
+        select(api_keys.c.key_hash).where(api_keys.c.id == key_id, api_keys.c.user_id == user_id)
+    )
+    return key_hash is not None and await revoke_key(conn, str(key_hash))
+
+
+_MARK_USED = Statement.from_core(
+    update(api_keys)
+    .where(api_keys.c.key_hash == bindparam("key_hash"))
+    .values(last_used_time=bindparam("when")),
+    "when",
+    "key_hash",
 )
+
+
+async def mark_used(driver: Driver, key_hash: str, when: int) -> None:
+    """Record a use; the caller writes at most once a minute per key (api/key_use.py)."""
+    async with driver.single_write():
+        await driver.rows(_MARK_USED, when, key_hash)
+
+
+# The one key check, every door's: the owner of a live (unrevoked) key, and the key's id.
+# Text, because the listing and creation statements embed it (store/listing.py); never
+# answered from a cache, so a revoked key stops at once.
+LIVE_KEY = "SELECT user_id, id FROM api_keys WHERE key_hash = ? AND revoked_time IS NULL"
+_OWNER_FOR_KEY = text(LIVE_KEY.replace("?", ":key_hash"))
 
 
 async def owner_for_key(conn: AsyncConnection, key_hash: str) -> Owner | None:

@@ -1,63 +1,227 @@
-"""Relay addresses: create under the limit, list, page, change, delete, count mail."""
+"""Relay addresses: create under the limit, read, change, delete, count their mail.
+
+Creating and counting run on the driver (store/driver.py says why); reading, changing
+and deleting through SQLAlchemy Core. Counting mail also keeps each address's counts per
+day (daily_activity), which the dashboard reads (store/activity.py).
+"""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
-from typing import Any
+from enum import Enum
+from functools import lru_cache
+from typing import Any, get_args
 
-from sqlalchemy import Row, bindparam, delete, func, select, update
+from sqlalchemy import (
+    Integer,
+    Select,
+    Update,
+    bindparam,
+    delete,
+    func,
+    literal_column,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as upsert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
-from maskmail.core.errors import AddressNotFound
+from maskmail.core.errors import (
+    AddressNotFound,
+    AddressTaken,
+    InvalidAddress,
+    LimitReached,
+    UserNotFound,
+)
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
 from maskmail.store import bounces as bounce_store
-from maskmail.store import raw, wire
-from maskmail.store.clock import now
-from maskmail.store.tables import addresses
+from maskmail.store.accounts import LIVE_KEY
+from maskmail.store.clock import now, today
+from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.tables import addresses, daily_activity, subdomains, users
 
 EDITABLE = frozenset({"description", "enabled", "block_spam"})
-# The columns in RelayAddress's field order, so a row converts by position (see to_record).
-_columns = [addresses.c[field.name] for field in fields(RelayAddress)]
-ADDRESS_COLUMNS = tuple(_columns)
-
-# The listing statements are built once: building them per request (and computing their
-# cache keys) cost more than SQLite took to run them.
-_of_owner = addresses.c.user_id == bindparam("user_id")
-_LIST = select(*_columns).where(_of_owner).order_by(addresses.c.id)
-_PAGE = _LIST.offset(bindparam("offset")).limit(bindparam("limit"))
-_COUNT = select(func.count()).select_from(addresses).where(_of_owner)
+# The columns in RelayAddress's field order, so a row converts by position (see record).
+ADDRESS_COLUMNS = tuple(addresses.c[field.name] for field in fields(RelayAddress))
+# Each draw from 36^8 collides with an existing address with negligible probability;
+# this many collisions in a row means something else is wrong.
+MAX_DRAWS = 20
+_COUNTERS: tuple[Counter, ...] = get_args(Counter)
 
 
-def to_record(row: Row[Any] | Sequence[Any]) -> RelayAddress:
-    # By position: reading fourteen attributes by name per row was half the time of
-    # listing 1,000 addresses (docs/benchmarks.md). Boolean columns already arrive as bool.
-    return RelayAddress(*row)
+def record(row: Sequence[Any]) -> RelayAddress:
+    """An address from a row of ADDRESS_COLUMNS, by position: reading fourteen attributes
+    by name per row cost as much as the rest of a listing."""
+    # SQLite's driver returns booleans as 0/1.
+    return RelayAddress(
+        row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]), *row[7:]
+    )
+
+
+_RETURNING = "RETURNING " + ", ".join(column.name for column in ADDRESS_COLUMNS)
+_NEW_ROW_COLUMNS = (
+    "INSERT INTO addresses (user_id, address, domain, subdomain, enabled, block_spam, "
+    "description, created_time, updated_time, num_forwarded, num_blocked, num_replied, num_spam)"
+)
+_OWNER_OF_KEY = Statement.portable(LIVE_KEY)
+# The owner, whether they make new addresses on their subdomain, and its name (or NULL).
+_SUBDOMAIN = (
+    select(subdomains.c.subdomain).where(subdomains.c.user_id == users.c.id).scalar_subquery()
+)
+_USER = select(users.c.id, users.c.use_relay_subdomain, _SUBDOMAIN).where(
+    users.c.id == bindparam("user_id")
+)
+# FOR UPDATE on PostgreSQL; SQLite has none (its BEGIN IMMEDIATE serialises writers).
+_LOCK_USER = Statement.from_core(_USER.with_for_update(), "user_id")
+_USER_EXISTS = Statement.from_core(_USER, "user_id")
+_COUNT = Statement.from_core(
+    select(func.count()).select_from(addresses).where(addresses.c.user_id == bindparam("user_id")),
+    "user_id",
+)
+_TOMBSTONE = Statement.portable(
+    "INSERT INTO tombstones (hash, created_time) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+)
+_INSERT = Statement.portable(
+    f"{_NEW_ROW_COLUMNS} VALUES (?, ?, ?, ?, TRUE, FALSE, ?, ?, NULL, 0, 0, 0, 0) "
+    f"ON CONFLICT DO NOTHING {_RETURNING}"
+)
+# PostgreSQL only: key check, tombstone and address in one statement, atomic on its own.
+# No row back means an unknown key, an owner who makes addresses on their subdomain, or
+# a drawn address that was handed out before.
+_LIVE_KEY_ON_DOMAIN = (
+    "SELECT k.user_id FROM api_keys k JOIN users u ON u.id = k.user_id "
+    "WHERE k.key_hash = ? AND k.revoked_time IS NULL AND NOT u.use_relay_subdomain"
+)
+_CREATE_FOR_KEY = Statement.per_dialect(
+    postgresql=f"WITH o AS ({_LIVE_KEY_ON_DOMAIN}), "
+    "t AS (INSERT INTO tombstones (hash, created_time) "
+    "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM o) ON CONFLICT DO NOTHING RETURNING 1) "
+    f"{_NEW_ROW_COLUMNS} SELECT o.user_id, ?, ?, NULL, TRUE, FALSE, '', ?, NULL, 0, 0, 0, 0 "
+    f"FROM o CROSS JOIN t ON CONFLICT DO NOTHING {_RETURNING}",
+)
+
+
+class Place(Enum):
+    """Where a new address goes: as the owner chose (``use_relay_subdomain``), or as the
+    caller asked (the addy.io create names a domain)."""
+
+    DEFAULT = "default"
+    DOMAIN = "domain"
+    SUBDOMAIN = "subdomain"
+
+
+def _placed(
+    place: Place, uses_subdomain: bool, subdomain: str | None, on: str | None
+) -> str | None:
+    """The subdomain the new address goes on, or None for the domain itself."""
+    if place is Place.SUBDOMAIN and (subdomain is None or on not in (None, subdomain)):
+        raise InvalidAddress("this account has no such subdomain", {"field": "domain"})
+    if place is Place.SUBDOMAIN or (place is Place.DEFAULT and uses_subdomain):
+        return subdomain
+    return None
 
 
 async def create_address(
-    conn: AsyncConnection,
+    conn: AsyncConnection | Driver,
     user_id: int,
     *,
     domain: str,
     length: int,
     limit: int = 0,
     description: str = "",
+    place: Place = Place.DEFAULT,
+    on: str | None = None,
+    local: str | None = None,
     choose: rules.Chooser = secrets.choice,
 ) -> RelayAddress:
-    """``wire.create`` inside the caller's transaction: one way to create, for every door."""
-    return await wire.create(
-        await raw.of_connection(conn),
-        user_id,
-        domain=domain,
-        length=length,
-        limit=limit,
-        description=description,
-        choose=choose,
+    """A new random address for the user, never one handed out before: every door's way
+    to create one. Run it in a write transaction (the caller's SQLAlchemy one, or
+    ``driver.writing()``).
+
+    With a limit, the owner's row is locked first, so that concurrent creates for one
+    user queue up and the limit check and the insert see the same world (SQLite's BEGIN
+    IMMEDIATE already serialises writers; FOR UPDATE does it on PostgreSQL). Without a
+    limit there is nothing to check, and uniqueness rests on the constraints, so creates
+    for one user need not queue.
+
+    ``local`` asks for that local part instead of a random one (an address made on first
+    mail, with ``place=Place.SUBDOMAIN`` and the subdomain it was sent to as ``on``):
+    AddressTaken when it exists or was ever handed out.
+    """
+    driver = await as_driver(conn)
+    owner = await driver.rows(_LOCK_USER if limit > 0 else _USER_EXISTS, user_id)
+    if not owner:
+        raise UserNotFound(f"no user with id {user_id}")
+    subdomain = _placed(place, bool(owner[0][1]), owner[0][2], on)
+    if limit > 0 and (await driver.rows(_COUNT, user_id))[0][0] >= limit:
+        raise LimitReached(
+            f"this account has reached its limit of {limit} addresses; "
+            "delete one you no longer use to make room",
+            {"limit": limit},
+        )
+    created = now()
+    # ON CONFLICT DO NOTHING rather than a SAVEPOINT per draw: a collision is a row not
+    # written, not an error to roll back, which saves two round trips per create.
+    for _ in range(1 if local else MAX_DRAWS):
+        drawn = local or rules.generate_local_part(length, choose)
+        tombstone = rules.tombstone(rules.full_address(drawn, domain, subdomain))
+        if not await driver.rows(_TOMBSTONE, tombstone, created):
+            continue  # handed out before
+        made = await driver.rows(_INSERT, user_id, drawn, domain, subdomain, description, created)
+        if made:
+            return record(made[0])
+        if local:
+            # The tombstone was written: roll it back with the caller's transaction.
+            break
+    raise AddressTaken(
+        "this address exists or was used before"
+        if local
+        else "could not find a free address; try again"
     )
+
+
+async def _owner_of_key(driver: Driver, key_hash: str) -> int | None:
+    found = await driver.rows(_OWNER_OF_KEY, key_hash)
+    return int(found[0][0]) if found else None
+
+
+async def create_for_key(
+    driver: Driver,
+    key_hash: str,
+    *,
+    domain: str,
+    length: int,
+    limit: int = 0,
+    choose: rules.Chooser = secrets.choice,
+) -> RelayAddress | None:
+    """A new address for the key's owner (see ``create_address``); None for an unknown key.
+
+    Without a limit on PostgreSQL this is one round trip: a statement that checks the key
+    and writes tombstone and address together needs no BEGIN and COMMIT around it. It
+    only serves addresses on the domain; otherwise (a subdomain, or the rare address
+    handed out before) it is ``create_address`` in a write transaction.
+    """
+    if driver.dialect == "postgresql" and limit <= 0:
+        created = now()
+        local = rules.generate_local_part(length, choose)
+        tombstone = rules.tombstone(rules.full_address(local, domain))
+        made = await driver.rows(
+            _CREATE_FOR_KEY, key_hash, tombstone, created, local, domain, created
+        )
+        if made:
+            return record(made[0])
+        # An unknown key, a subdomain, or an address handed out before: the general way.
+    async with driver.writing():
+        user_id = await _owner_of_key(driver, key_hash)
+        if user_id is None:
+            return None
+        return await create_address(
+            driver, user_id, domain=domain, length=length, limit=limit, choose=choose
+        )
 
 
 def _owned(user_id: int, address_id: int) -> Any:
@@ -65,27 +229,18 @@ def _owned(user_id: int, address_id: int) -> Any:
 
 
 async def list_addresses(conn: AsyncConnection, user_id: int) -> list[RelayAddress]:
-    """All of the owner's addresses, oldest first."""
-    result = await conn.execute(_LIST, {"user_id": user_id})
-    return [to_record(row) for row in result.all()]
-
-
-async def page_addresses(
-    conn: AsyncConnection, user_id: int, *, offset: int, limit: int
-) -> tuple[int, Sequence[RelayAddress]]:
-    """The owner's total and one page of addresses: two queries, whatever the page size."""
-    count = int(await conn.scalar(_COUNT, {"user_id": user_id}) or 0)
-    if offset >= count:
-        return count, []
-    result = await conn.execute(_PAGE, {"user_id": user_id, "offset": offset, "limit": limit})
-    return count, [to_record(row) for row in result.all()]
+    """All of the owner's addresses, oldest first, as records (the account export)."""
+    result = await conn.execute(
+        select(*ADDRESS_COLUMNS).where(addresses.c.user_id == user_id).order_by(addresses.c.id)
+    )
+    return [record(row) for row in result.all()]
 
 
 async def get_address(conn: AsyncConnection, user_id: int, address_id: int) -> RelayAddress:
-    row = (await conn.execute(select(*_columns).where(_owned(user_id, address_id)))).first()
+    row = (await conn.execute(select(*ADDRESS_COLUMNS).where(_owned(user_id, address_id)))).first()
     if row is None:
         raise AddressNotFound("no such address")
-    return to_record(row)
+    return record(row)
 
 
 async def update_address(
@@ -102,7 +257,7 @@ async def update_address(
         update(addresses)
         .where(_owned(user_id, address_id))
         .values(**changes, updated_time=now())
-        .returning(*_columns)
+        .returning(*ADDRESS_COLUMNS)
     )
     row = result.first()
     if row is None:
@@ -110,7 +265,7 @@ async def update_address(
     if changes.get("enabled") is True:
         # The owner switched it back on: a bounce pause ends with that.
         await bounce_store.lift_pause(conn, address_id)
-    return to_record(row)
+    return record(row)
 
 
 async def delete_address(conn: AsyncConnection, user_id: int, address_id: int) -> None:
@@ -120,21 +275,64 @@ async def delete_address(conn: AsyncConnection, user_id: int, address_id: int) -
         raise AddressNotFound("no such address")
 
 
-async def find_address(conn: AsyncConnection, local: str, domain: str) -> RelayAddress | None:
-    """The live address ``local@domain``, for the mail plane."""
-    row = (
-        await conn.execute(
-            select(*_columns).where(
-                addresses.c.address == local.lower(), addresses.c.domain == domain.lower()
-            )
-        )
-    ).first()
-    return None if row is None else to_record(row)
-
-
-async def count_mail(conn: AsyncConnection, address_id: int, counter: Counter) -> None:
-    """Add one to a counter in a single atomic statement: never read-modify-write."""
-    column = addresses.c[counter]
-    await conn.execute(
-        update(addresses).where(addresses.c.id == address_id).values({column: column + 1})
+def _increment(counters: tuple[Counter, ...]) -> Update:
+    """Adding one to each of these counters: they move together, atomically, and never
+    by read-modify-write."""
+    columns = [addresses.c[name] for name in counters]
+    return (
+        update(addresses)
+        .where(addresses.c.id == bindparam("address_id"))
+        .values({column: column + literal_column("1") for column in columns})
     )
+
+
+def _add_to_today(counters: tuple[Counter, ...], ids: Select[Any]) -> Any:
+    """Adding one to each counter of the day for the address ``ids`` selects."""
+    one = literal_column("1", Integer)
+    adding = upsert(daily_activity).from_select(
+        ["address_id", "day", *counters],
+        ids.add_columns(bindparam("day", type_=Integer), *(one for _ in counters)),
+    )
+    return adding.on_conflict_do_update(
+        index_elements=[daily_activity.c.address_id, daily_activity.c.day],
+        set_={name: daily_activity.c[name] + adding.excluded[name] for name in counters},
+    )
+
+
+@lru_cache(maxsize=16)  # one per set of counters: there are fifteen
+def _counting_postgresql(counters: tuple[Counter, ...]) -> Statement:
+    """The counters and the address's counts of today (daily_activity) in one statement,
+    atomic alone: no BEGIN and COMMIT, two round trips more (docs/benchmarks.md).
+    Arguments: the day, then the address id."""
+    moved = _increment(counters).returning(addresses.c.id).cte("moved")
+    return Statement.from_core(
+        _add_to_today(counters, select(moved.c.id)), "day", "address_id", only="postgresql"
+    )
+
+
+@lru_cache(maxsize=16)
+def _counting_sqlite(counters: tuple[Counter, ...]) -> tuple[Statement, Statement]:
+    """SQLite has no UPDATE inside WITH: the counters (argument: the address id), then
+    the counts of today (the day, then the address id), in one write transaction."""
+    address = select(addresses.c.id).where(addresses.c.id == bindparam("address_id"))
+    return (
+        Statement.from_core(_increment(counters), "address_id", only="sqlite"),
+        Statement.from_core(_add_to_today(counters, address), "day", "address_id", only="sqlite"),
+    )
+
+
+async def count_mail(driver: Driver, address_id: int, counters: Iterable[Counter]) -> None:
+    """Add one to each counter, and to the address's counts of today, atomically: what
+    the mail plane does per message."""
+    named = set(counters)
+    wanted = tuple(c for c in _COUNTERS if c in named)
+    if not wanted:
+        return
+    day = today()
+    async with driver.single_write():
+        if driver.dialect == "postgresql":
+            await driver.rows(_counting_postgresql(wanted), day, address_id)
+            return
+        counters_of_address, counts_of_today = _counting_sqlite(wanted)
+        await driver.rows(counters_of_address, address_id)
+        await driver.rows(counts_of_today, day, address_id)

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import dsn
 from maskmail.core.errors import AddressNotFound
+from maskmail.store import mailboxes
 from maskmail.store.tables import addresses, bounces
 
 LISTED = 50
@@ -22,6 +23,7 @@ _HARD_RECENT = (
     .select_from(bounces)
     .where(
         bounces.c.address_id == bindparam("address_id"),
+        bounces.c.mailbox_id.is_(None),
         bounces.c.kind == dsn.Kind.HARD.value,
         bounces.c.forgiven == False,  # noqa: E712 (SQL, not Python)
         bounces.c.received_time > bindparam("since"),
@@ -97,6 +99,71 @@ async def record_bounce(
             .values(enabled=False, paused_time=when, updated_time=when)
         )
     return Recorded(hard_bounces=hard, paused=pause)
+
+
+@dataclass(frozen=True, slots=True)
+class MailboxPaused:
+    """A mailbox that hard bounces paused, and where to tell its owner."""
+
+    mailbox_id: int
+    default_mailbox: str
+
+
+async def record_mailbox_bounce(
+    conn: AsyncConnection,
+    address_id: int,
+    mailbox_id: int,
+    bounce: dsn.Bounce,
+    *,
+    threshold: int,
+    when: int,
+) -> MailboxPaused | None:
+    """Record a bounce of one copy against its mailbox, and pause the mailbox at the
+    threshold; the pause, if this bounce made it. The mailbox row is locked first, as
+    ``record_bounce`` locks the address."""
+    state = await mailboxes.lock_for_bounce(conn, address_id, mailbox_id)
+    await conn.execute(
+        insert(bounces).values(
+            address_id=address_id,
+            mailbox_id=mailbox_id if state is not None else None,
+            received_time=when,
+            kind=bounce.kind.value,
+            status=bounce.status[:16],
+            forgiven=False,
+        )
+    )
+    if state is None:  # the mailbox is gone: nothing left to pause
+        return None
+    hard = int(
+        await conn.scalar(
+            select(func.count())
+            .select_from(bounces)
+            .where(
+                bounces.c.mailbox_id == mailbox_id,
+                bounces.c.kind == dsn.Kind.HARD.value,
+                bounces.c.forgiven == False,  # noqa: E712 (SQL, not Python)
+                bounces.c.received_time > when - dsn.WINDOW,
+            )
+        )
+        or 0
+    )
+    if bounce.kind is not dsn.Kind.HARD or not dsn.should_pause(
+        hard, threshold, paused=state.paused
+    ):
+        return None
+    await mailboxes.pause(conn, mailbox_id, when)
+    return MailboxPaused(mailbox_id, state.default_mailbox)
+
+
+async def resume_mailbox(conn: AsyncConnection, user_id: int, mailbox_id: int) -> None:
+    """Forward to the mailbox again, and forgive its bounces as ``lift_pause`` does, so
+    that the next single bounce does not pause it again; MailboxNotFound for anyone else."""
+    await mailboxes.resume(conn, user_id, mailbox_id)
+    await conn.execute(
+        update(bounces)
+        .where(bounces.c.mailbox_id == mailbox_id, bounces.c.forgiven == False)  # noqa: E712
+        .values(forgiven=True)
+    )
 
 
 async def lift_pause(conn: AsyncConnection, address_id: int) -> bool:

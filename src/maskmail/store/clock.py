@@ -7,3 +7,11 @@ import time
 
 def now() -> int:
     return int(time.time())
+
+
+DAY = 86_400
+
+
+def today() -> int:
+    """The UTC day, as days since the epoch: the key of the daily counts."""
+    return now() // DAY

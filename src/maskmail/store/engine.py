@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -20,12 +21,6 @@ from maskmail.store import sqlite_inline
 
 READONLY = "maskmail_readonly"
 BUSY_TIMEOUT_MS = 10_000
-# What the drivers raise, used directly (store/raw.py), when the database is not there;
-# asyncpg's server errors are told apart by SQLSTATE, as through SQLAlchemy (_is_outage).
-# asyncpg raises InternalClientError ("another operation is in progress") when a statement
-# is sent on a connection the server has just terminated (it is still consuming the
-# server's goodbye): during a shutdown that is the outage, seen first.
-_DRIVER_OUTAGES = (sqlite3.OperationalError, asyncpg.InterfaceError, asyncpg.InternalClientError)
 
 
 def is_sqlite(url: str) -> bool:
@@ -35,13 +30,20 @@ def is_sqlite(url: str) -> bool:
 # Every statement is prepared once per connection (asyncpg), and its generic plan is kept.
 # By default PostgreSQL planned a page anew on each execution, because the generic plan's
 # estimate for an unknown LIMIT looked dearer than a custom plan: planning doubled the
-# backend's CPU per page (docs/benchmarks.md). Our statements look rows up by keys and
+# backend's CPU per page. Our statements look rows up by keys and
 # owners, where the generic plan is the custom one.
 PG_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
 
 
-def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
-    """An async engine; for SQLite, with WAL, a busy timeout and ``BEGIN IMMEDIATE``."""
+def create_engine(url: str, pool_size: int = 10, timeout: float | None = None) -> AsyncEngine:
+    """An async engine; for SQLite, with WAL, a busy timeout and ``BEGIN IMMEDIATE``.
+
+    ``timeout`` (seconds) bounds each PostgreSQL connection attempt and statement, on
+    SQLAlchemy's path and the driver's alike (asyncpg applies ``command_timeout`` to
+    every call without its own): a server that stops answering without closing the
+    connection is then an outage, not a hang. None leaves asyncpg's defaults (no
+    statement limit), for migrations that may run long.
+    """
     if is_sqlite(url):
         database = make_url(url).database
         if database and database != ":memory:":
@@ -63,8 +65,32 @@ def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
         max_overflow=0,
         pool_timeout=10,
         pool_recycle=3600,
-        connect_args={"server_settings": PG_SETTINGS},
+        connect_args=_pg_connect_args(url, timeout),
     )
+
+
+def _pg_connect_args(url: str, timeout: float | None) -> dict[str, Any]:
+    """Prepared statements, unless the URL turns SQLAlchemy's cache of them off
+    (``?prepared_statement_cache_size=0``), as behind PgBouncer in transaction pooling.
+
+    There a client's next transaction may run on another server connection, where its
+    cached statements do not exist, and two clients' statement names may meet on one.
+    So asyncpg's cache goes too (it then sends unnamed statements), each statement
+    SQLAlchemy prepares gets a unique name, and ``plan_cache_mode``, which only matters
+    for reused statements (and which PgBouncer refuses as a startup parameter), is not sent.
+    """
+    deadlines = {} if timeout is None else {"timeout": timeout, "command_timeout": timeout}
+    if make_url(url).query.get("prepared_statement_cache_size") == "0":
+        return {
+            "statement_cache_size": 0,
+            "prepared_statement_name_func": _unique_name,
+            **deadlines,
+        }
+    return {"server_settings": PG_SETTINGS, **deadlines}
+
+
+def _unique_name() -> str:
+    return f"__maskmail_{uuid.uuid4().hex}__"
 
 
 def _install_sqlite_recipe(engine: AsyncEngine) -> None:
@@ -97,34 +123,62 @@ def _install_sqlite_recipe(engine: AsyncEngine) -> None:
 # connection exceptions (class 08), shutting down or starting up (57P01-57P03), and full.
 OUTAGE_SQLSTATE_CLASSES = ("08",)
 OUTAGE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+# SQLite's primary result codes for a database that cannot be used right now: another
+# writer holds it past the busy timeout, a table lock, the disk, or the file itself. Any
+# other code (a missing table, a constraint, a read-only file) is a mistake, not an outage.
+OUTAGE_SQLITE_CODES = frozenset(
+    {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN}
+)
+# Errors that only a connection (or the way to it) going away raises. asyncpg raises
+# InternalClientError ("another operation is in progress") when a statement is sent on a
+# connection the server has just terminated: during a shutdown that is the outage, seen first.
+_CONNECTION_LOST = (
+    ConnectionError,
+    TimeoutError,
+    OSError,
+    PoolTimeout,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
+)
 
 
-def _is_outage(exc: DBAPIError) -> bool:
-    """A lost connection, or PostgreSQL refusing connections while it stops or starts.
+def is_outage(exc: BaseException) -> bool:
+    """True when ``exc`` means "the database is not there right now, retry", and False
+    for a statement the database refused (a bug, or bad input), whichever layer raised it:
+    SQLAlchemy, the driver directly (store/driver.py), or the pool's adapter around it."""
+    if isinstance(exc, DBAPIError):
+        return (
+            exc.connection_invalidated
+            or (exc.orig is not None and _driver_outage(exc.orig))
+            # SQLAlchemy's own OperationalError without a driver error behind it.
+            or (isinstance(exc, OperationalError) and not isinstance(exc.orig, _DRIVER_ERRORS))
+            or isinstance(getattr(exc.orig, "__cause__", None), asyncpg.InternalClientError)
+        )
+    if _driver_outage(exc):
+        return True
+    # A checkout through the pool alone gets the adapter's own error class, with the
+    # driver's error as its cause.
+    return exc.__cause__ is not None and _driver_outage(exc.__cause__)
 
-    asyncpg raises the latter as server errors, at connect time, so SQLAlchemy neither
-    wraps them as OperationalError nor marks a connection invalidated.
-    """
-    cause = getattr(exc.orig, "__cause__", None)
-    return (
-        exc.connection_invalidated
-        or _outage_state(exc.orig)
-        or isinstance(cause, asyncpg.InternalClientError)
-    )
+
+_DRIVER_ERRORS = (sqlite3.Error, asyncpg.PostgresError)
 
 
-def _outage_state(error: object) -> bool:
+def _driver_outage(error: BaseException) -> bool:
+    if isinstance(error, sqlite3.Error):
+        code = getattr(error, "sqlite_errorcode", None)
+        return isinstance(code, int) and code & 0xFF in OUTAGE_SQLITE_CODES
+    if isinstance(error, _CONNECTION_LOST):
+        return True
     sqlstate = getattr(error, "sqlstate", None)
     if not isinstance(sqlstate, str):
         return False
     return sqlstate in OUTAGE_SQLSTATES or sqlstate.startswith(OUTAGE_SQLSTATE_CLASSES)
 
 
-def is_driver_outage(exc: BaseException) -> bool:
-    """True when an error the driver raised directly means the database went away."""
-    if isinstance(exc, (ConnectionError, TimeoutError, OSError, *_DRIVER_OUTAGES)):
-        return True
-    return isinstance(exc, asyncpg.PostgresError) and _outage_state(exc)
+def is_refusal(exc: BaseException) -> bool:
+    """A statement the database answered with an error, on a connection still usable."""
+    return isinstance(exc, _DRIVER_ERRORS) and not is_outage(exc)
 
 
 @contextmanager
@@ -132,22 +186,8 @@ def unavailable_on_outage() -> Iterator[None]:
     """Turn "the database is not there right now" into StoreUnavailable."""
     try:
         yield
-    except (OperationalError, PoolTimeout, ConnectionError, TimeoutError, *_DRIVER_OUTAGES) as exc:
-        raise StoreUnavailable("the database is unavailable; try again shortly") from exc
-    except DBAPIError as exc:
-        if _is_outage(exc):
-            raise StoreUnavailable("the database is unavailable; try again shortly") from exc
-        raise
-    except asyncpg.PostgresError as exc:
-        if _outage_state(exc):
-            raise StoreUnavailable("the database is unavailable; try again shortly") from exc
-        raise
-    except OSError as exc:
-        raise StoreUnavailable("the database is unavailable; try again shortly") from exc
     except Exception as exc:
-        # A checkout through the pool alone (the raw path) gets the adapter's own error
-        # class, with the driver's error as its cause.
-        if exc.__cause__ is not None and is_driver_outage(exc.__cause__):
+        if is_outage(exc):
             raise StoreUnavailable("the database is unavailable; try again shortly") from exc
         raise
 

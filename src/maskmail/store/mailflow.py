@@ -1,44 +1,52 @@
-"""What the mail plane reads and writes per message: a recipient with its owner (and the
-reverse alias already made for the sender at hand), and verdict counters.
-
-The forward path's statements run on the driver (store/raw.py), as the API's hot routes
-do: through SQLAlchemy's async layer each one cost a greenlet switch and an execution
-context, about a quarter of the CPU per message (docs/benchmarks.md). Connections still
-come from SQLAlchemy's pool, and a database outage is still StoreUnavailable (SMTP 451).
+"""What the mail plane looks up per message, on the driver (store/driver.py says why): a
+recipient with its owner (and the reverse alias already made for the sender at hand),
+and the route of a reply. Counting is ``addresses.count_mail``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import cache
-from typing import get_args
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, exists, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import reverse
+from maskmail.core.mailboxes import Destination
 from maskmail.core.records import RelayAddress
-from maskmail.core.verdict import Counter
 from maskmail.store import reverse_aliases as aliases
-from maskmail.store.addresses import ADDRESS_COLUMNS, to_record
-from maskmail.store.raw import Raw, Sql
-from maskmail.store.tables import addresses, reverse_aliases, users
-from maskmail.store.wire import record
-
-_COUNTERS: tuple[Counter, ...] = get_args(Counter)
+from maskmail.store.addresses import ADDRESS_COLUMNS, record
+from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.tables import address_mailboxes, addresses, mailboxes, reverse_aliases, users
 
 # The address in RelayAddress's field order, then its owner's mailbox: one round trip.
-_ADDRESS = ", ".join(f"a.{column.name}" for column in ADDRESS_COLUMNS)
-_JOINED = "FROM addresses a JOIN users u ON u.id = a.user_id"
-_OF = "WHERE a.address = ? AND a.domain = ?"
-_RECIPIENT = Sql.same(f"SELECT {_ADDRESS}, u.email {_JOINED} {_OF}")
+_OWNED = addresses.join(users, users.c.id == addresses.c.user_id)
+_OF = (
+    addresses.c.address == bindparam("local"),
+    addresses.c.domain == bindparam("domain"),
+    addresses.c.subdomain.is_not_distinct_from(bindparam("subdomain")),
+)
+_RECIPIENT = Statement.from_core(
+    select(*ADDRESS_COLUMNS, users.c.email).select_from(_OWNED).where(*_OF),
+    "local",
+    "domain",
+    "subdomain",
+)
 # The same, and the reverse alias of one sender if it was made already: at DATA the
 # message's sender is known, and nearly every forward needs its alias.
-_RECIPIENT_AND_ALIAS = Sql.same(
-    f"SELECT {_ADDRESS}, u.email, r.alias, r.domain {_JOINED} "
-    f"LEFT JOIN reverse_aliases r ON r.address_id = a.id AND r.sender = ? {_OF}"
+_RECIPIENT_AND_ALIAS = Statement.from_core(
+    select(*ADDRESS_COLUMNS, users.c.email, reverse_aliases.c.alias, reverse_aliases.c.domain)
+    .select_from(
+        _OWNED.outerjoin(
+            reverse_aliases,
+            (reverse_aliases.c.address_id == addresses.c.id)
+            & (reverse_aliases.c.sender == bindparam("sender")),
+        )
+    )
+    .where(*_OF),
+    "sender",
+    "local",
+    "domain",
+    "subdomain",
 )
 _WIDTH = len(ADDRESS_COLUMNS)
 
@@ -52,15 +60,20 @@ class Recipient:
 
 
 async def find_recipient(
-    raw: Raw, local: str, domain: str, *, sender: str | None = None
+    driver: Driver,
+    local: str,
+    domain: str,
+    *,
+    subdomain: str | None = None,
+    sender: str | None = None,
 ) -> Recipient | None:
-    """The live relay address ``local@domain`` and its owner's real mailbox; with a
-    ``sender``, also the reverse alias made for it, if any."""
-    args = (local.lower(), domain.lower())
+    """The live relay address ``local@[subdomain.]domain`` and its owner's real mailbox;
+    with a ``sender``, also the reverse alias made for it, if any."""
+    args = (local.lower(), domain.lower(), subdomain.lower() if subdomain else None)
     if sender is None:
-        rows = await raw.rows(_RECIPIENT, *args)
+        rows = await driver.rows(_RECIPIENT, *args)
     else:
-        rows = await raw.rows(_RECIPIENT_AND_ALIAS, reverse.sender_key(sender), *args)
+        rows = await driver.rows(_RECIPIENT_AND_ALIAS, reverse.sender_key(sender), *args)
     if not rows:
         return None
     row = rows[0]
@@ -69,45 +82,40 @@ async def find_recipient(
     return Recipient(record(row[:_WIDTH]), str(row[_WIDTH]), alias)
 
 
-async def reverse_alias(raw: Raw, address_id: int, sender: str, *, domain: str) -> str:
+async def reverse_alias(driver: Driver, address_id: int, sender: str, *, domain: str) -> str:
     """The reverse alias for this relay address and sender, as a full address; made on
     first use (``reverse_aliases.found_or_made``)."""
-    made = await aliases.found_or_made(raw, address_id, sender, domain=domain)
+    made = await aliases.found_or_made(driver, address_id, sender, domain=domain)
     return made.full_address
 
 
-@cache
-def _increment(counters: tuple[Counter, ...]) -> Sql:
-    """One statement adding one to each of these counters: they move together, atomically,
-    and never by read-modify-write."""
-    # The names are the Counter literal's, never input.
-    changes = ", ".join(f"{name} = {name} + 1" for name in counters)
-    return Sql.same(f"UPDATE addresses SET {changes} WHERE id = ?")  # noqa: S608
+_DESTINATIONS = Statement.from_core(
+    select(
+        mailboxes.c.id,
+        mailboxes.c.email,
+        mailboxes.c.verified,
+        mailboxes.c.paused_time.is_not(None),
+        mailboxes.c.is_default,
+        exists().where(
+            address_mailboxes.c.address_id == bindparam("address_id"),
+            address_mailboxes.c.mailbox_id == mailboxes.c.id,
+        ),
+    )
+    .where(mailboxes.c.user_id == bindparam("user_id"))
+    .order_by(mailboxes.c.id),
+    "address_id",
+    "user_id",
+)
 
 
-@asynccontextmanager
-async def _alone(raw: Raw) -> AsyncIterator[None]:
-    """Around one statement that is atomic and safe alone.
-
-    On PostgreSQL nothing: BEGIN and COMMIT would be two round trips more, and a round
-    trip was the largest cost per message there (docs/benchmarks.md). SQLite writes in a
-    write transaction, so that waiting for another process's write lock never blocks the
-    event loop (store/sqlite_inline.py).
-    """
-    if raw.dialect == "postgresql":
-        yield
-        return
-    async with raw.writing():
-        yield
-
-
-async def count(raw: Raw, address_id: int, counters: Iterable[Counter]) -> None:
-    """Add one to each counter, in one statement."""
-    named = set(counters)
-    wanted = tuple(c for c in _COUNTERS if c in named)
-    if wanted:
-        async with _alone(raw):
-            await raw.rows(_increment(wanted), address_id)
+async def destinations(driver: Driver, user_id: int, address_id: int) -> list[Destination]:
+    """Every mailbox of the address's owner, and whether the address chose it; the rule
+    of which get mail is ``core.mailboxes.targets``."""
+    rows = await driver.rows(_DESTINATIONS, address_id, user_id)
+    return [
+        Destination(int(r[0]), str(r[1]), bool(r[2]), bool(r[3]), bool(r[4]), bool(r[5]))
+        for r in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,31 +130,33 @@ class ReplyRoute:
     outside: str
 
 
-_REPLY_ROUTE = select(
-    *ADDRESS_COLUMNS, users.c.email, users.c.show_name, reverse_aliases.c.sender
-).select_from(
-    reverse_aliases.join(addresses, addresses.c.id == reverse_aliases.c.address_id).join(
-        users, users.c.id == addresses.c.user_id
+_REPLY_ROUTE = Statement.from_core(
+    select(*ADDRESS_COLUMNS, users.c.email, users.c.show_name, reverse_aliases.c.sender)
+    .select_from(
+        reverse_aliases.join(addresses, addresses.c.id == reverse_aliases.c.address_id).join(
+            users, users.c.id == addresses.c.user_id
+        )
     )
+    .where(
+        reverse_aliases.c.alias == bindparam("alias"),
+        reverse_aliases.c.domain == bindparam("domain"),
+    ),
+    "alias",
+    "domain",
 )
 
 
-async def find_reply_route(conn: AsyncConnection, alias: str, domain: str) -> ReplyRoute | None:
+async def find_reply_route(
+    conn: AsyncConnection | Driver, alias: str, domain: str
+) -> ReplyRoute | None:
     """The relay address, owner and outside sender behind the reverse alias ``alias@domain``."""
-    row = (
-        await conn.execute(
-            _REPLY_ROUTE.where(
-                reverse_aliases.c.alias == alias.lower(),
-                reverse_aliases.c.domain == domain.lower(),
-            )
-        )
-    ).first()
-    if row is None:
+    rows = await (await as_driver(conn)).rows(_REPLY_ROUTE, alias.lower(), domain.lower())
+    if not rows:
         return None
-    width = len(ADDRESS_COLUMNS)
+    row = rows[0]
     return ReplyRoute(
-        address=to_record(row[:width]),
-        owner_mailbox=str(row[width]),
-        show_name=bool(row[width + 1]),
-        outside=str(row[width + 2]),
+        address=record(row[:_WIDTH]),
+        owner_mailbox=str(row[_WIDTH]),
+        show_name=bool(row[_WIDTH + 1]),
+        outside=str(row[_WIDTH + 2]),
     )

@@ -32,5 +32,5 @@ def head_revision() -> str:
 
 
 def current_revision(connection: object) -> str | None:
-    """The revision a (sync) connection's database is at."""
+    """The revision a (sync) connection's database is at (the readiness probe)."""
     return MigrationContext.configure(connection).get_current_revision()  # type: ignore[arg-type]

@@ -2,8 +2,10 @@
 
 aiosqlite sends every call (cursor, execute, fetch, close, commit) to its own thread. Under
 load each hop waits for the GIL behind the event loop, and the benchmark measured a page
-GET at about 20 hops and 3.5 ms (docs/benchmarks.md). Our statements take microseconds, so
+GET at about twenty hops (docs/benchmarks.md). Our statements take microseconds, so
 they run inline instead, behind the async shape SQLAlchemy's aiosqlite dialect expects.
+That shape is the adapter's private one: tests/store/test_library_internals.py fails when
+it changes, and pyproject.toml bounds SQLAlchemy.
 
 The one call that can wait is taking the write lock (``BEGIN IMMEDIATE``). Writers of one
 process queue on an asyncio lock, so inline they never wait for each other; the lock is
@@ -96,7 +98,7 @@ class Connection:
 
     @property
     def sqlite(self) -> sqlite3.Connection:
-        """The stdlib connection, for statements run inline (store/raw.py)."""
+        """The stdlib connection, for statements run inline (store/driver.py)."""
         return self._conn
 
     @property

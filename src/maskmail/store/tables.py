@@ -14,6 +14,8 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
     false,
+    func,
+    literal,
     true,
 )
 
@@ -41,6 +43,10 @@ users = Table(
     Column("show_name", Boolean, nullable=False, server_default=false()),
     # How many addresses the user has: kept by triggers on addresses (migration 0005).
     Column("address_count", BigInteger, nullable=False, server_default="0"),
+    # The dashboard password, argon2id (migration 0006); null: no dashboard sign-in.
+    Column("password_hash", String(255), nullable=True),
+    # New addresses are made on the user's relay subdomain (Locker's use_relay_subdomain).
+    Column("use_relay_subdomain", Boolean, nullable=False, server_default=false()),
 )
 
 api_keys = Table(
@@ -51,6 +57,10 @@ api_keys = Table(
     Column("key_hash", String(64), nullable=False, unique=True),
     Column("created_time", BigInteger, nullable=False),
     Column("revoked_time", BigInteger, nullable=True),
+    # Written at most once a minute per key and process (api/key_use.py).
+    Column("last_used_time", BigInteger, nullable=True),
+    # The key's first characters, shown to tell keys apart (null: made before 0006).
+    Column("key_prefix", String(16), nullable=True),
 )
 
 addresses = Table(
@@ -73,9 +83,35 @@ addresses = Table(
     # Set when hard bounces paused forwarding (and cleared when the owner enables it again);
     # the API shows a pause as enabled=false, so the SPEC's object keeps its fields.
     Column("paused_time", BigInteger, nullable=True),
-    UniqueConstraint("address", "domain"),
     # Listing walks one owner's rows in id order; this index serves it, page by page.
     Index(None, "user_id", "id"),
+)
+
+# A local part is unique per host: at the domain (no subdomain, as '') or a subdomain.
+Index(
+    "uq_addresses_address_domain_subdomain",
+    addresses.c.address,
+    addresses.c.domain,
+    func.coalesce(addresses.c.subdomain, literal("")),
+    unique=True,
+)
+
+# A user's relay subdomain (at most one), under the relay's domain. ``catch_all``: mail to
+# an unknown local part there creates that address.
+subdomains = Table(
+    "subdomains",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column(
+        "user_id",
+        IdType,
+        ForeignKey("users.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    ),
+    Column("subdomain", String(63), nullable=False, unique=True),
+    Column("catch_all", Boolean, nullable=False, server_default=true()),
+    Column("created_time", BigInteger, nullable=False),
 )
 
 # One row for every address ever handed out, kept after deletion, so none is reused.
@@ -111,8 +147,67 @@ bounces = Table(
     Column("kind", String(8), nullable=False),
     Column("status", String(16), nullable=False),
     Column("forgiven", Boolean, nullable=False, server_default=false()),
+    # Set when the bounce came back for one copy of a message sent to several mailboxes:
+    # it counts against that mailbox, not the address (migration 0007).
+    Column("mailbox_id", IdType, nullable=True),
     # The threshold counts one address's recent bounces; the listing reads its latest.
     Index(None, "address_id", "received_time"),
+    Index(None, "mailbox_id", "received_time"),
 )
 
-COUNTERS = ("num_forwarded", "num_blocked", "num_replied", "num_spam")
+# The real mailboxes a user reads mail in. Mailbox one is the address given to
+# ``maskmail user add`` (``users.email``, which stays the account's name). A new one is
+# unverified until its owner follows the link or types the code mailed to it; only hashes
+# of the two are kept. ``paused_time``: hard bounces stopped forwarding to it.
+mailboxes = Table(
+    "mailboxes",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("email", String(320), nullable=False),
+    Column("email_key", String(320), nullable=False),
+    Column("verified", Boolean, nullable=False, server_default=false()),
+    Column("is_default", Boolean, nullable=False, server_default=false()),
+    Column("created_time", BigInteger, nullable=False),
+    Column("token_hash", String(64), nullable=True, unique=True),
+    Column("code_hash", String(64), nullable=True),
+    Column("expires_time", BigInteger, nullable=True),
+    Column("failed_codes", Integer, nullable=False, server_default="0"),
+    Column("paused_time", BigInteger, nullable=True),
+    UniqueConstraint("user_id", "email_key"),
+)
+
+# The mailboxes an address forwards to; none means the owner's default mailbox, so
+# deleting a mailbox leaves the addresses that used only it on the default one.
+address_mailboxes = Table(
+    "address_mailboxes",
+    metadata,
+    Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), primary_key=True),
+    Column("mailbox_id", IdType, ForeignKey("mailboxes.id", ondelete="CASCADE"), primary_key=True),
+    Index(None, "mailbox_id"),
+)
+
+# Signed-in dashboard sessions; only the SHA-256 of the cookie's token is stored.
+web_sessions = Table(
+    "web_sessions",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_time", BigInteger, nullable=False),
+    Column("expires_time", BigInteger, nullable=False),
+    Index(None, "user_id"),
+)
+
+# The four counters per address and UTC day (days since the epoch), moved in the same
+# statement or transaction as the address's own counters (store/addresses.count_mail).
+daily_activity = Table(
+    "daily_activity",
+    metadata,
+    Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), primary_key=True),
+    Column("day", Integer, primary_key=True),
+    Column("num_forwarded", BigInteger, nullable=False, server_default="0"),
+    Column("num_blocked", BigInteger, nullable=False, server_default="0"),
+    Column("num_replied", BigInteger, nullable=False, server_default="0"),
+    Column("num_spam", BigInteger, nullable=False, server_default="0"),
+)

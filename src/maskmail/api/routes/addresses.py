@@ -2,46 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-import orjson
-from fastapi import APIRouter, Path, Request
-from sqlalchemy.ext.asyncio import AsyncConnection
+from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from maskmail.api import listing
 from maskmail.api.deps import Conn, CurrentOwner, get_key_hash, refuse_unknown_key
 from maskmail.api.docs import errors_for
+from maskmail.api.memo import Memo
+from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import AddressUpdate, Page, PrivateEmail, address_json
+from maskmail.api.urls import links_for
 from maskmail.config import Settings
 from maskmail.core import paging
-from maskmail.core.records import RelayAddress
 from maskmail.store import addresses as store
-from maskmail.store import wire
-from maskmail.store.raw import RawSource
+from maskmail.store import listing as store_listing
+from maskmail.store.driver import Checkout
 
 router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
-
-# Ids are 64-bit in the database; anything larger can only be unknown.
-AddressId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The address's id.")]
-
-
-def json(payload: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(payload), status_code=status, media_type="application/json")
-
-
-async def generate(
-    conn: AsyncConnection, user_id: int, settings: Settings, description: str = ""
-) -> RelayAddress:
-    """The one way every door of the API creates an address: under the configured limit."""
-    return await store.create_address(
-        conn,
-        user_id,
-        domain=settings.domain,
-        length=settings.address_length,
-        limit=settings.max_addresses_per_user,
-        description=description,
-    )
 
 
 def _query(name: str, description: str) -> dict[str, Any]:
@@ -78,12 +57,30 @@ _LIST_QUERY = {
     openapi_extra=_LIST_QUERY,
 )
 async def list_addresses(request: Request) -> Response:
-    # No dependencies on the two hottest routes: the key is counted, checked and used in
-    # the same statement as the data (store/wire.py), on the driver directly.
+    # No dependencies on the two hottest routes: the key is counted, then checked and used
+    # in the same statement as the data (store/listing.py), on the driver directly.
     key_hash = await get_key_hash(request)
-    if paging.wants_paging(listing.query_of(request).get("paging")):
-        return await listing.page_body(request, key_hash, request.app.state.settings)
-    return await listing.full_body(request, key_hash)
+    state = request.app.state
+    settings: Settings = state.settings
+    drivers: Checkout = state.drivers
+    memo: Memo = state.memo
+    query = memo.query(request.scope["query_string"])
+    if not paging.wants_paging(query.get("paging")):
+        async with drivers() as driver:
+            first = await store_listing.first_chunk(driver, key_hash, listing.CHUNK)
+        if first is None:
+            await refuse_unknown_key(request)
+        return listing.full_body(first, drivers)
+    want = paging.page_request(query.get("page"), query.get("size"), settings.max_page_size)
+    async with drivers() as driver:
+        found = await store_listing.page(
+            driver, key_hash, offset=min(want.offset, listing.MAX_OFFSET), limit=want.size
+        )
+    if found is None:
+        await refuse_unknown_key(request)
+    link = links_for(request, settings, memo)
+    following = link(want.page + 1) if paging.has_next(want, found.count) else None
+    return listing.page_body(found, following, link(want.page - 1) if want.page > 1 else None)
 
 
 @router.post(
@@ -96,10 +93,10 @@ async def list_addresses(request: Request) -> Response:
 async def create_address(request: Request) -> Response:
     key_hash = await get_key_hash(request)
     settings: Settings = request.app.state.settings
-    source: RawSource = request.app.state.raw
-    async with source() as raw:
-        made = await wire.create_for_key(
-            raw,
+    drivers: Checkout = request.app.state.drivers
+    async with drivers() as driver:
+        made = await store.create_for_key(
+            driver,
             key_hash,
             domain=settings.domain,
             length=settings.address_length,

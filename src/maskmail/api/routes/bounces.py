@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import errors_for
-from maskmail.api.routes.addresses import AddressId, json
+from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import Bounces
 from maskmail.store import bounces as store
 from maskmail.store.clock import now

@@ -13,13 +13,17 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from maskmail.api.contracts import Failure, contract_errors, contract_route
+from maskmail.api.contracts import contract_errors, contract_route
 from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import SchemaPatch
-from maskmail.api.routes.addresses import generate, json
+from maskmail.api.errors import Problem
+from maskmail.api.routes.shared import generate, json
+from maskmail.api.schemas import NO_NUL, StorableStr
 from maskmail.core.descriptions import clean_description
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.records import RelayAddress
+from maskmail.store import addresses as addresses_store
+from maskmail.store import subdomains as subdomain_store
 
 TAG = "compatibility: addy.io"
 DEFAULT_FORMAT = "random_characters"
@@ -34,11 +38,11 @@ class AddyError(BaseModel):
     )
 
 
-def render_error(failure: Failure) -> dict[str, Any]:
-    body: dict[str, Any] = {"message": failure.message}
-    if failure.status == 422:
-        body["errors"] = {field: [msg] for field, msg in failure.fields.items()} or {
-            "body": [failure.message]
+def render_error(found: Problem) -> dict[str, Any]:
+    body: dict[str, Any] = {"message": found.message}
+    if found.status == 422:
+        body["errors"] = {field: [msg] for field, msg in found.fields().items()} or {
+            "body": [found.message]
         }
     return body
 
@@ -59,14 +63,20 @@ class CreateAlias(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    domain: str | None = Field(
-        default=None, description="Must be this server's domain; omitted means the default."
+    domain: StorableStr | None = Field(
+        default=None,
+        description="This server's domain or the caller's subdomain of it (as "
+        "`domain-options` lists them); omitted means the default.",
     )
-    description: str | None = Field(
-        default=None, description="Control characters removed, cut to 64 characters."
+    description: StorableStr | None = Field(
+        default=None,
+        pattern=NO_NUL,
+        description="Control characters removed, cut to 64 characters.",
     )
-    format: str | None = Field(default=None, description="Ignored: addresses are random.")
-    local_part: str | None = Field(default=None, description="Ignored.")
+    format: StorableStr | None = Field(
+        default=None, pattern=NO_NUL, description="Ignored: addresses are random."
+    )
+    local_part: StorableStr | None = Field(default=None, pattern=NO_NUL, description="Ignored.")
     recipient_ids: list[Any] | None = Field(default=None, description="Ignored.")
 
 
@@ -120,14 +130,26 @@ def alias_json(rec: RelayAddress) -> dict[str, Any]:
     }
 
 
-def _check_domain(requested: str | None, domain: str) -> None:
+async def _place(
+    conn: Conn, user_id: int, requested: str | None, domain: str
+) -> addresses_store.Place:
+    """Where the alias goes: the domain, the caller's subdomain, or (none named) as the
+    caller chose with ``use_relay_subdomain``."""
     if requested is None or not requested.strip():
-        return
-    if requested.strip().lower().rstrip(".") != domain:
-        raise InvalidAddress(
-            f"'{requested.strip()[:100]}' is not a domain of this maskmail server; use {domain}",
-            {"field": "domain"},
-        )
+        return addresses_store.Place.DEFAULT
+    host = requested.strip().lower().rstrip(".")
+    if host == domain:
+        return addresses_store.Place.DOMAIN
+    if host in await _subdomain_hosts(conn, user_id, domain):
+        return addresses_store.Place.SUBDOMAIN
+    raise InvalidAddress(
+        f"'{requested.strip()[:100]}' is not a domain of this maskmail server; use {domain}",
+        {"field": "domain"},
+    )
+
+
+async def _subdomain_hosts(conn: Conn, user_id: int, domain: str) -> list[str]:
+    return [f"{s.subdomain}.{domain}" for s in await subdomain_store.list_subdomains(conn, user_id)]
 
 
 @router.post(
@@ -148,8 +170,10 @@ async def create_alias(
     body: CreateAlias | None = None,
 ) -> Response:
     request = body or CreateAlias()
-    _check_domain(request.domain, settings.domain)
-    created = await generate(conn, owner.user_id, settings, clean_description(request.description))
+    place = await _place(conn, owner.user_id, request.domain, settings.domain)
+    created = await generate(
+        conn, owner.user_id, settings, clean_description(request.description), place
+    )
     return json({"data": alias_json(created)}, status=201)
 
 
@@ -159,11 +183,13 @@ async def create_alias(
     responses=_errors(401, 429, 503),
     summary="Domains an alias may use (addy.io)",
 )
-async def domain_options(owner: CurrentOwner, settings: CurrentSettings) -> Response:
+async def domain_options(owner: CurrentOwner, conn: Conn, settings: CurrentSettings) -> Response:
+    hosts = await _subdomain_hosts(conn, owner.user_id, settings.domain)
+    on_subdomain = bool(hosts) and await subdomain_store.uses_subdomain(conn, owner.user_id)
     return json(
         {
-            "data": [settings.domain],
-            "defaultAliasDomain": settings.domain,
+            "data": [settings.domain, *hosts],
+            "defaultAliasDomain": hosts[0] if on_subdomain else settings.domain,
             "defaultAliasFormat": DEFAULT_FORMAT,
         }
     )

@@ -13,10 +13,12 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from maskmail.api.contracts import Failure, contract_errors, contract_route
+from maskmail.api.contracts import contract_errors, contract_route
 from maskmail.api.deps import Conn, CurrentSettings, RawKeyOwner
 from maskmail.api.docs import RAW_KEY_SCHEME
-from maskmail.api.routes.addresses import generate, json
+from maskmail.api.errors import Problem
+from maskmail.api.routes.shared import generate, json
+from maskmail.api.schemas import NO_NUL, StorableStr
 from maskmail.core.descriptions import clean_description
 from maskmail.core.records import RelayAddress
 from maskmail.store import accounts
@@ -30,8 +32,8 @@ class SimpleLoginError(BaseModel):
     error: str = Field(examples=["Wrong api key"])
 
 
-def render_error(failure: Failure) -> dict[str, Any]:
-    return {"error": failure.message}
+def render_error(found: Problem) -> dict[str, Any]:
+    return {"error": found.message}
 
 
 router = APIRouter(prefix="/api", tags=[TAG], route_class=contract_route(render_error))
@@ -42,7 +44,10 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return contract_errors(
         SimpleLoginError,
         statuses,
-        {401: "Missing, malformed, unknown or revoked API key in `Authentication`."},
+        {
+            401: "Missing, malformed, unknown or revoked API key in `Authentication`.",
+            422: "The body is not a JSON object, or a field has the wrong type.",
+        },
     )
 
 
@@ -51,8 +56,10 @@ class RandomAliasRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    note: str | None = Field(
-        default=None, description="Control characters removed, cut to 64 characters."
+    note: StorableStr | None = Field(
+        default=None,
+        pattern=NO_NUL,
+        description="Control characters removed, cut to 64 characters.",
     )
 
 
@@ -117,7 +124,8 @@ async def create_random_alias(
     conn: Conn,
     settings: CurrentSettings,
     hostname: Annotated[
-        str | None, Query(description="The site the alias is for; used when there is no note.")
+        StorableStr | None,
+        Query(pattern=NO_NUL, description="The site the alias is for; used when there is no note."),
     ] = None,
     mode: Annotated[
         str | None, Query(description="`word` or `uuid` in SimpleLogin; ignored here.")
@@ -146,6 +154,7 @@ async def user_info(owner: RawKeyOwner, conn: Conn) -> Response:
             "is_premium": True,
             "in_trial": False,
             "profile_picture_url": None,
-            "can_create_reverse_alias": False,
+            # Contacts (POST /v3/relay/addresses/{id}/contacts) are reverse aliases.
+            "can_create_reverse_alias": True,
         }
     )

@@ -8,11 +8,12 @@ from starlette.responses import Response
 
 from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import errors_for
-from maskmail.api.routes.addresses import AddressId, json
+from maskmail.api.routes.shared import AddressId, json
+from maskmail.api.schemas import NO_NUL, StorableStr
 from maskmail.core.addresses import normalize_mailbox
 from maskmail.core.errors import InvalidAddress
 from maskmail.store import addresses as store
-from maskmail.store.reverse_aliases import reverse_alias_for
+from maskmail.store.reverse_aliases import found_or_made
 
 router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
 
@@ -20,8 +21,9 @@ router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
 class ContactRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    email: str = Field(
+    email: StorableStr = Field(
         max_length=320,
+        pattern=NO_NUL,
         description="The outside address to write to.",
         json_schema_extra={"format": "email"},
     )
@@ -39,7 +41,9 @@ class Contact(BaseModel):
     created_time: int = Field(description="Unix seconds, UTC, when the alias was made.")
 
 
-def _outside(email: str, domain: str) -> str:
+def outside_contact(email: str, domain: str) -> str:
+    """The mailbox a contact may be: a valid address outside the relay domain (the
+    dashboard's contact form checks it here too)."""
     try:
         mailbox = normalize_mailbox(email)
     except InvalidAddress as exc:
@@ -72,9 +76,9 @@ async def add_contact(
     conn: Conn,
     settings: CurrentSettings,
 ) -> Response:
-    outside = _outside(body.email, settings.domain)
+    outside = outside_contact(body.email, settings.domain)
     address = await store.get_address(conn, owner.user_id, address_id)
-    alias = await reverse_alias_for(conn, address.id, outside, domain=settings.domain)
+    alias = await found_or_made(conn, address.id, outside, domain=settings.domain)
     return json(
         {
             "address_id": address.id,

@@ -1,0 +1,207 @@
+"""/v3/relay/mailboxes: the real mailboxes a user reads mail in, and which of them each
+address forwards to."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Protocol
+
+from fastapi import APIRouter, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
+
+from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings, WriteConn, client_host
+from maskmail.api.docs import errors_for
+from maskmail.api.routes.shared import AddressId, json
+from maskmail.api.schemas import StorableStr
+from maskmail.core import mailboxes as rules
+from maskmail.core.errors import DeliveryDeferred, InvalidAddress
+from maskmail.store import addresses, bounces
+from maskmail.store import mailboxes as store
+
+router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
+
+MailboxId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The mailbox's id.")]
+
+
+class Sender(Protocol):
+    """The outbound path (smarthost or Maildir outbox) the entry point hands the app."""
+
+    async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class MailboxRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    email: StorableStr = Field(max_length=320, json_schema_extra={"format": "email"})
+
+
+class MailboxUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    default: bool | None = Field(
+        default=None, description="`true` makes this verified mailbox the default."
+    )
+    paused: bool | None = Field(
+        default=None,
+        description="`false` resumes forwarding to a mailbox that hard bounces paused.",
+    )
+
+
+class CodeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    code: str = Field(max_length=16, description="The 6-digit code from the message.")
+
+
+class MailboxChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    mailbox_ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] = Field(
+        min_length=1, max_length=100
+    )
+
+
+class MailboxOut(BaseModel):
+    id: int
+    email: str
+    verified: bool
+    default: bool
+    created_time: int = Field(description="Unix seconds, UTC.")
+
+
+@router.get(
+    "/mailboxes",
+    response_model=list[MailboxOut],
+    responses=errors_for(401, 429, 503),
+    summary="List your mailboxes, oldest first",
+)
+async def list_mailboxes(owner: CurrentOwner, conn: Conn) -> Response:
+    return json([m.json() for m in await store.list_mailboxes(conn, owner.user_id)])
+
+
+@router.post(
+    "/mailboxes",
+    response_model=MailboxOut,
+    responses=errors_for(401, 403, 413, 422, 429, 503),
+    summary="Add a mailbox; a message with a link and a code goes to it",
+)
+async def add_mailbox(
+    body: MailboxRequest,
+    owner: CurrentOwner,
+    conn: Conn,
+    settings: CurrentSettings,
+    request: Request,
+) -> Response:
+    email = rules.new_mailbox(body.email, {settings.domain.lower()})
+    proof = rules.new_proof()
+    mailbox = await store.add_mailbox(
+        conn, owner.user_id, email, proof, limit=settings.max_mailboxes_per_user
+    )
+    link = f"{request.url_for('verify_mailbox_link')}?token={proof.token}"
+    message = rules.verification_message(
+        to=email,
+        sender=f"mailboxes@{settings.domain}",
+        link=link,
+        code=proof.code,
+        when=time.time(),
+    )
+    # Inside the transaction: a message the outbound path refuses adds no mailbox.
+    sender: Sender | None = request.app.state.outbound
+    if sender is None:
+        raise DeliveryDeferred("this server has no outbound path for verification mail")
+    await sender.deliver(message, sender="", recipient=email)
+    return json(mailbox.json())
+
+
+@router.get(
+    "/mailboxes/verify",
+    response_model=MailboxOut,
+    # 422: no token, or one longer than any this server makes.
+    responses=errors_for(404, 422, 429, 503),
+    summary="Verify a mailbox by the link mailed to it (no key needed)",
+)
+async def verify_mailbox_link(
+    request: Request, conn: WriteConn, token: Annotated[str, Query(max_length=128)]
+) -> Response:
+    await request.app.state.limiter.hit(f"anon:{client_host(request)}")
+    mailbox = await store.verify_by_token(conn, rules.digest(token))
+    return json(mailbox.json())
+
+
+@router.post(
+    "/mailboxes/{mailbox_id}/verify",
+    response_model=MailboxOut,
+    responses=errors_for(401, 404, 422, 429, 503),
+    summary="Verify a mailbox by the code mailed to it",
+    description="Each attempt on one mailbox counts: more than five an hour answer 429.",
+)
+async def verify_mailbox_code(
+    mailbox_id: MailboxId, body: CodeRequest, owner: CurrentOwner, conn: Conn, request: Request
+) -> Response:
+    # Per owner and mailbox: nobody else can use up the owner's attempts.
+    await request.app.state.code_limiter.hit(f"mailbox:{owner.user_id}:{mailbox_id}")
+    mailbox = await store.verify_by_code(conn, owner.user_id, mailbox_id, rules.digest(body.code))
+    return json(mailbox.json())
+
+
+@router.patch(
+    "/mailboxes/{mailbox_id}",
+    response_model=MailboxOut,
+    responses=errors_for(401, 404, 413, 422, 429, 503),
+    summary="Make a verified mailbox the default, or resume a paused one",
+)
+async def update_mailbox(
+    mailbox_id: MailboxId, body: MailboxUpdate, owner: CurrentOwner, conn: Conn
+) -> Response:
+    if body.default is False:
+        raise InvalidAddress("make another mailbox the default instead", {"field": "default"})
+    if body.paused is True:
+        raise InvalidAddress("only bounces pause a mailbox", {"field": "paused"})
+    if body.paused is False:
+        await bounces.resume_mailbox(conn, owner.user_id, mailbox_id)
+    if body.default:
+        await store.set_default(conn, owner.user_id, mailbox_id)
+    return json((await store.get_mailbox(conn, owner.user_id, mailbox_id)).json())
+
+
+@router.delete(
+    "/mailboxes/{mailbox_id}",
+    status_code=204,
+    responses=errors_for(401, 404, 422, 429, 503),
+    summary="Delete a mailbox that is not the default",
+    description="Addresses that forwarded only to it forward to the default mailbox.",
+)
+async def delete_mailbox(mailbox_id: MailboxId, owner: CurrentOwner, conn: Conn) -> Response:
+    await store.delete_mailbox(conn, owner.user_id, mailbox_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/addresses/{address_id}/mailboxes",
+    response_model=MailboxChoice,
+    responses=errors_for(401, 404, 429, 503),
+    summary="The mailboxes an address forwards to",
+)
+async def read_address_mailboxes(
+    address_id: AddressId, owner: CurrentOwner, conn: Conn
+) -> Response:
+    await addresses.get_address(conn, owner.user_id, address_id)
+    ids = await store.address_mailbox_ids(conn, owner.user_id, address_id)
+    return json({"mailbox_ids": ids})
+
+
+@router.put(
+    "/addresses/{address_id}/mailboxes",
+    response_model=MailboxChoice,
+    responses=errors_for(401, 404, 413, 422, 429, 503),
+    summary="Choose the mailboxes an address forwards to: your verified ones, at least one",
+)
+async def set_address_mailboxes(
+    address_id: AddressId, body: MailboxChoice, owner: CurrentOwner, conn: Conn
+) -> Response:
+    await addresses.get_address(conn, owner.user_id, address_id)
+    ids = await store.set_address_mailboxes(conn, owner.user_id, address_id, body.mailbox_ids)
+    return json({"mailbox_ids": ids})

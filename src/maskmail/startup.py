@@ -1,0 +1,109 @@
+"""Start-up failures, each told in one line that says what to do.
+
+The commands that start a server (``up``, ``serve``, ``smtp``) and ``db upgrade`` meet
+the database, the data directory and their ports first; what goes wrong there is the
+operator's to fix, so it is explained rather than shown as a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import secrets
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from maskmail.config import Settings
+
+# PostgreSQL's SQLSTATEs for an unknown database and for a refused login.
+_NO_DATABASE = "3D000"
+_AUTH_FAILED = frozenset({"28000", "28P01"})
+
+
+class StartupError(Exception):
+    """A failure to report as one line on stderr."""
+
+
+def check_data_dir(settings: Settings) -> None:
+    """The data directory exists (it is made if need be) and can be written."""
+    path = settings.data_dir
+    probe = path / f".write-test-{secrets.token_hex(4)}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise StartupError(
+            f"cannot write the data directory {path} ({exc.strerror}); make it writable "
+            "by this user, or set MASKMAIL_DATA_DIR to a directory that is"
+        ) from exc
+
+
+def bind(host: str, port: int, what: str, option: str) -> socket.socket:
+    """A listening-ready socket on ``host:port``, or a :class:`StartupError` saying why not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise listen_failure(exc, host, port, what, option) from exc
+    return sock
+
+
+def listen_failure(exc: OSError, host: str, port: int, what: str, option: str) -> StartupError:
+    if exc.errno == errno.EADDRINUSE:
+        return StartupError(
+            f"cannot serve {what} on {host}:{port}: the port is already in use; stop the "
+            f"program using it, or choose another port with {option}"
+        )
+    return StartupError(
+        f"cannot serve {what} on {host}:{port}: {exc.strerror or exc}; check --host and the port"
+    )
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def explain(exc: BaseException, settings: Settings) -> str | None:
+    """One line for a failure to reach or open the database, or None if it is not one."""
+    url = make_url(settings.resolved_database_url)
+    for cause in _chain(exc):
+        state = getattr(cause, "sqlstate", None)
+        if state == _NO_DATABASE:
+            return (
+                f"the database {url.database!r} does not exist on the PostgreSQL server at "
+                f"{url.host}:{url.port or 5432}; create it (createdb {url.database}) or fix "
+                "MASKMAIL_DATABASE_URL"
+            )
+        if state in _AUTH_FAILED:
+            return (
+                f"the PostgreSQL server at {url.host}:{url.port or 5432} refused user "
+                f"{url.username!r}; fix the user or password in MASKMAIL_DATABASE_URL"
+            )
+    for cause in _chain(exc):
+        if url.get_backend_name() == "postgresql" and isinstance(cause, OSError | TimeoutError):
+            reason = getattr(cause, "strerror", None) or type(cause).__name__
+            return (
+                f"cannot reach the PostgreSQL server at {url.host}:{url.port or 5432} "
+                f"({reason}); start it, or fix the host and port in MASKMAIL_DATABASE_URL"
+            )
+        if url.get_backend_name() == "sqlite" and (
+            isinstance(cause, OSError) or "unable to open database file" in str(cause)
+        ):
+            where = Path(url.database or "").parent
+            reason = getattr(cause, "strerror", None) or "cannot be opened"
+            return (
+                f"cannot open the SQLite database in {where} ({reason}); make that "
+                "directory writable, or fix MASKMAIL_DATABASE_URL or MASKMAIL_DATA_DIR"
+            )
+    return None

@@ -1,0 +1,47 @@
+"""Reading the daily counts the mail plane keeps (``addresses.count_mail`` writes them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.store.clock import today
+from maskmail.store.tables import addresses, daily_activity
+
+
+@dataclass(frozen=True, slots=True)
+class Day:
+    """What happened to mail on one UTC day (days since the epoch)."""
+
+    day: int
+    forwarded: int = 0
+    blocked: int = 0
+    spam: int = 0
+    replied: int = 0
+
+
+async def last_days(
+    conn: AsyncConnection, user_id: int, *, days: int = 30, address_id: int | None = None
+) -> list[Day]:
+    """The last ``days`` days up to today, oldest first, one entry per day (zeros
+    included), for all of the owner's addresses or for one of them."""
+    first = today() - days + 1
+    d = daily_activity.c
+    query = (
+        select(
+            d.day,
+            func.sum(d.num_forwarded),
+            func.sum(d.num_blocked),
+            func.sum(d.num_spam),
+            func.sum(d.num_replied),
+        )
+        .select_from(daily_activity.join(addresses, addresses.c.id == d.address_id))
+        .where(addresses.c.user_id == user_id, d.day >= first)
+        .group_by(d.day)
+    )
+    if address_id is not None:
+        query = query.where(d.address_id == address_id)
+    found = {int(r[0]): Day(*(int(v or 0) for v in r)) for r in await conn.execute(query)}
+    return [found.get(day, Day(day)) for day in range(first, first + days)]

@@ -1,0 +1,100 @@
+"""Dashboard sign-in: users' password hashes and their server-side sessions.
+
+A session is found by the SHA-256 of the cookie's token; the token itself is never
+stored, so a copy of the database signs no one in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.core.errors import UserNotFound
+from maskmail.store.clock import now
+from maskmail.store.tables import users, web_sessions
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    user_id: int
+    email: str
+    password_hash: str | None
+
+
+async def account_for_email(conn: AsyncConnection, email: str) -> Account | None:
+    row = (
+        await conn.execute(
+            select(users.c.id, users.c.email, users.c.password_hash).where(
+                users.c.email_key == email.lower()
+            )
+        )
+    ).first()
+    return None if row is None else Account(int(row[0]), str(row[1]), row[2])
+
+
+async def account_for_user(conn: AsyncConnection, user_id: int) -> Account:
+    row = (
+        await conn.execute(
+            select(users.c.id, users.c.email, users.c.password_hash).where(users.c.id == user_id)
+        )
+    ).first()
+    if row is None:
+        raise UserNotFound(f"no user with id {user_id}")
+    return Account(int(row[0]), str(row[1]), row[2])
+
+
+async def set_password(
+    conn: AsyncConnection, user_id: int, password_hash: str, *, keep: str | None = None
+) -> None:
+    """Store the new hash and end every session of the user but ``keep`` (a token hash)."""
+    result = await conn.execute(
+        update(users).where(users.c.id == user_id).values(password_hash=password_hash)
+    )
+    if result.rowcount != 1:
+        raise UserNotFound(f"no user with id {user_id}")
+    ending = delete(web_sessions).where(web_sessions.c.user_id == user_id)
+    if keep is not None:
+        ending = ending.where(web_sessions.c.token_hash != keep)
+    await conn.execute(ending)
+
+
+async def start_session(
+    conn: AsyncConnection, user_id: int, token_hash: str, *, lifetime: int
+) -> None:
+    created = now()
+    await conn.execute(
+        insert(web_sessions).values(
+            user_id=user_id,
+            token_hash=token_hash,
+            created_time=created,
+            expires_time=created + lifetime,
+        )
+    )
+
+
+_SESSION_USER = (
+    select(users.c.id, users.c.email)
+    .select_from(web_sessions.join(users, users.c.id == web_sessions.c.user_id))
+    .where(
+        web_sessions.c.token_hash == bindparam("token_hash"),
+        web_sessions.c.expires_time > bindparam("now"),
+    )
+)
+
+
+async def session_user(conn: AsyncConnection, token_hash: str) -> tuple[int, str] | None:
+    """The user id and mailbox of a live session, read on every request: ending a
+    session takes effect at once."""
+    row = (await conn.execute(_SESSION_USER, {"token_hash": token_hash, "now": now()})).first()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+async def end_session(conn: AsyncConnection, token_hash: str) -> None:
+    """Sign out; expired sessions of anyone go at the same time."""
+    await conn.execute(
+        delete(web_sessions).where(
+            (web_sessions.c.token_hash == token_hash) | (web_sessions.c.expires_time <= now())
+        )
+    )

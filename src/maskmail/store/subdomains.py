@@ -1,0 +1,177 @@
+"""Relay subdomains: claim, rename, switch catch-all, delete; and whether new addresses
+are made on them. Renaming or deleting one deletes the addresses on the old name, as
+Locker does; their tombstones, and the old name's, stay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, delete, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.core import subdomains as rules
+from maskmail.core.errors import AddressNotFound, InvalidAddress, SubdomainLimitReached
+from maskmail.core.subdomains import Subdomain
+from maskmail.store.clock import now
+from maskmail.store.driver import Driver, Statement
+from maskmail.store.tables import addresses, subdomains, users
+
+_COLUMNS = (
+    subdomains.c.id,
+    subdomains.c.user_id,
+    subdomains.c.subdomain,
+    subdomains.c.catch_all,
+    subdomains.c.created_time,
+)
+_NOT_FOUND = "no such subdomain"
+_RESERVE = text(
+    "INSERT INTO tombstones (hash, created_time) VALUES (:hash, :created) "
+    "ON CONFLICT DO NOTHING RETURNING 1"
+)
+
+
+def _record(row: Any) -> Subdomain:
+    return Subdomain(int(row[0]), int(row[1]), str(row[2]), bool(row[3]), int(row[4]))
+
+
+async def list_subdomains(conn: AsyncConnection, user_id: int) -> list[Subdomain]:
+    rows = await conn.execute(
+        select(*_COLUMNS).where(subdomains.c.user_id == user_id).order_by(subdomains.c.id)
+    )
+    return [_record(row) for row in rows]
+
+
+async def _reserve(conn: AsyncConnection, name: str, domain: str) -> None:
+    """Write the name's tombstone, or refuse a name claimed now or ever before.
+
+    Two users claiming one name meet at the tombstone's key: the second waits for the
+    first's transaction and then finds the row.
+    """
+    rules.check_subdomain(name)
+    written = await conn.execute(
+        _RESERVE, {"hash": rules.subdomain_tombstone(name, domain), "created": now()}
+    )
+    if written.first() is None:
+        raise InvalidAddress("this subdomain is taken or was used before", {"field": "subdomain"})
+
+
+async def claim(conn: AsyncConnection, user_id: int, name: str, *, domain: str) -> Subdomain:
+    """The user's one subdomain; SubdomainLimitReached if they have one already."""
+    if await list_subdomains(conn, user_id):
+        raise _limit()
+    await _reserve(conn, name, domain)
+    try:
+        row = (
+            await conn.execute(
+                insert(subdomains)
+                .values(user_id=user_id, subdomain=name, created_time=now())
+                .returning(*_COLUMNS)
+            )
+        ).one()
+    except IntegrityError as exc:
+        # The same user's concurrent claim committed first (the name's tombstone was free).
+        raise _limit() from exc
+    return _record(row)
+
+
+def _limit() -> SubdomainLimitReached:
+    return SubdomainLimitReached(
+        "this account already has a subdomain; rename it or delete it first", {"limit": 1}
+    )
+
+
+async def _owned(conn: AsyncConnection, user_id: int, subdomain_id: int) -> Subdomain:
+    row = (
+        await conn.execute(
+            select(*_COLUMNS)
+            .where((subdomains.c.id == subdomain_id) & (subdomains.c.user_id == user_id))
+            .with_for_update()
+        )
+    ).first()
+    if row is None:
+        raise AddressNotFound(_NOT_FOUND)
+    return _record(row)
+
+
+async def _drop_addresses(conn: AsyncConnection, user_id: int, name: str) -> None:
+    await conn.execute(
+        delete(addresses).where((addresses.c.user_id == user_id) & (addresses.c.subdomain == name))
+    )
+
+
+async def change(
+    conn: AsyncConnection,
+    user_id: int,
+    subdomain_id: int,
+    *,
+    domain: str,
+    name: str | None = None,
+    catch_all: bool | None = None,
+) -> Subdomain:
+    """Rename (deleting the addresses on the old name) and/or switch catch-all."""
+    found = await _owned(conn, user_id, subdomain_id)
+    values: dict[str, object] = {}
+    if name is not None and name != found.subdomain:
+        await _reserve(conn, name, domain)
+        await _drop_addresses(conn, user_id, found.subdomain)
+        values["subdomain"] = name
+    if catch_all is not None:
+        values["catch_all"] = catch_all
+    if not values:
+        return found
+    row = (
+        await conn.execute(
+            update(subdomains)
+            .where(subdomains.c.id == subdomain_id)
+            .values(**values)
+            .returning(*_COLUMNS)
+        )
+    ).one()
+    return _record(row)
+
+
+async def remove(conn: AsyncConnection, user_id: int, subdomain_id: int) -> None:
+    """Delete the subdomain and its addresses; new addresses go back to the domain."""
+    found = await _owned(conn, user_id, subdomain_id)
+    await _drop_addresses(conn, user_id, found.subdomain)
+    await conn.execute(delete(subdomains).where(subdomains.c.id == subdomain_id))
+    await conn.execute(update(users).where(users.c.id == user_id).values(use_relay_subdomain=False))
+
+
+async def uses_subdomain(conn: AsyncConnection, user_id: int) -> bool:
+    found = await conn.scalar(select(users.c.use_relay_subdomain).where(users.c.id == user_id))
+    return bool(found)
+
+
+async def set_use_subdomain(conn: AsyncConnection, user_id: int, use: bool) -> bool:
+    """Switch it; switching it on needs a subdomain to make the addresses on."""
+    if use and not await list_subdomains(conn, user_id):
+        raise InvalidAddress(
+            "claim a subdomain before making new addresses on it", {"field": "use_relay_subdomain"}
+        )
+    await conn.execute(update(users).where(users.c.id == user_id).values(use_relay_subdomain=use))
+    return use
+
+
+@dataclass(frozen=True, slots=True)
+class CatchAll:
+    """Who holds a subdomain, and whether mail there makes addresses."""
+
+    user_id: int
+    catch_all: bool
+
+
+_HOLDER = Statement.from_core(
+    select(subdomains.c.user_id, subdomains.c.catch_all).where(
+        subdomains.c.subdomain == bindparam("name")
+    ),
+    "name",
+)
+
+
+async def holder(driver: Driver, name: str) -> CatchAll | None:
+    """The subdomain's owner (the mail plane asks, per unknown recipient at one)."""
+    rows = await driver.rows(_HOLDER, name.lower())
+    return CatchAll(int(rows[0][0]), bool(rows[0][1])) if rows else None

@@ -1,0 +1,85 @@
+"""Who may see a page, and whether a change really comes from our own page."""
+
+from __future__ import annotations
+
+from fastapi import Request
+from sqlalchemy.ext.asyncio import AsyncConnection
+from starlette.datastructures import FormData
+
+from maskmail.core.descriptions import is_control
+from maskmail.core.errors import AddressNotFound
+from maskmail.core.records import RelayAddress
+from maskmail.store import addresses as store
+from maskmail.store import sessions
+from maskmail.web import csrf
+from maskmail.web.sessions import COOKIE, Viewer, csrf_of, hash_token
+
+# The dashboard's forms have a handful of short fields.
+MAX_FIELDS = 16
+
+
+async def viewer_of(request: Request, conn: AsyncConnection) -> Viewer | None:
+    """The live session named by the cookie, read on every request, or None."""
+    token = request.cookies.get(COOKIE)
+    if not token or len(token) > 128:
+        return None
+    token_hash = hash_token(token)
+    found = await sessions.session_user(conn, token_hash)
+    if found is None:
+        return None
+    return Viewer(found[0], found[1], token_hash, csrf_of(token))
+
+
+async def read_form(request: Request) -> FormData:
+    return await request.form(max_files=0, max_fields=MAX_FIELDS)
+
+
+class SignInNeeded(Exception):
+    """No live session: the answer is the sign-in page."""
+
+
+class PageNotFound(Exception):
+    """Nothing of the viewer's at this path (another user's id included): a 404 page."""
+
+    def __init__(self, viewer: Viewer | None) -> None:
+        super().__init__("no such page")
+        self.viewer = viewer
+
+
+async def require_viewer(request: Request, conn: AsyncConnection) -> Viewer:
+    viewer = await viewer_of(request, conn)
+    if viewer is None:
+        raise SignInNeeded
+    return viewer
+
+
+async def change(request: Request, conn: AsyncConnection) -> tuple[Viewer, FormData]:
+    """The viewer and form of a state-changing request; csrf.Forbidden for another
+    site's request, SignInNeeded without a session."""
+    csrf.check_origin(request)
+    viewer = await require_viewer(request, conn)
+    form = await read_form(request)
+    csrf.check(request, form, viewer.csrf)
+    return viewer, form
+
+
+def path_id(text: str, viewer: Viewer) -> int:
+    """An id from the path; anything else names nothing of the viewer's."""
+    if not text.isascii() or not text.isdigit() or len(text) > 19 or not 1 <= int(text) < 2**63:
+        raise PageNotFound(viewer)
+    return int(text)
+
+
+async def owned_address(conn: AsyncConnection, viewer: Viewer, text: str) -> RelayAddress:
+    """The viewer's address with the id in ``text``; anyone else's is a 404, as in the API."""
+    try:
+        return await store.get_address(conn, viewer.user_id, path_id(text, viewer))
+    except AddressNotFound as exc:
+        raise PageNotFound(viewer) from exc
+
+
+def plain_text(value: object, limit: int) -> str:
+    """A short one-line field (an email, a search) without control characters, which no
+    email or description contains and PostgreSQL refuses (NUL)."""
+    text = value if isinstance(value, str) else ""
+    return "".join(c for c in text[: limit * 2] if not is_control(c)).strip()[:limit]

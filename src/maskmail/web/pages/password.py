@@ -1,0 +1,43 @@
+"""Changing one's password, which signs out every other session."""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from maskmail.api.deps import Conn
+from maskmail.core import passwords
+from maskmail.store import sessions
+from maskmail.web.guard import change, require_viewer
+from maskmail.web.render import page
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/password")
+async def show_password(request: Request, conn: Conn) -> Response:
+    viewer = await require_viewer(request, conn)
+    return page(request, "password.html", viewer)
+
+
+@router.post("/password")
+async def change_password(request: Request, conn: Conn) -> Response:
+    viewer, form = await change(request, conn)
+    current, new, again = (str(form.get(name) or "") for name in ("current", "new", "again"))
+    account = await sessions.account_for_user(conn, viewer.user_id)
+    error = ""
+    if not await asyncio.to_thread(passwords.verify, account.password_hash, current):
+        error = "The current password is wrong."
+    elif new != again:
+        error = "The two new passwords differ."
+    else:
+        try:
+            hashed = await asyncio.to_thread(passwords.hash_password, new)
+        except passwords.WeakPassword as exc:
+            error = exc.message.capitalize() + "."
+        else:
+            await sessions.set_password(conn, viewer.user_id, hashed, keep=viewer.token_hash)
+    status = 422 if error else 200
+    return page(request, "password.html", viewer, error=error, done=not error, status=status)

@@ -1,0 +1,85 @@
+"""Pages from Jinja2 templates, sent with the headers every dashboard page carries."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from maskmail.web.assets import asset_url
+from maskmail.web.sessions import Viewer
+
+# No inline script or style, nothing from another host, never inside a frame.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+env = Environment(
+    loader=FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _when(seconds: int | None) -> str:
+    if seconds is None:
+        return "never"
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds)) + " UTC"
+
+
+env.filters["when"] = _when
+
+
+def root(request: Request) -> str:
+    """The path prefix the app is served under ('' at the top)."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def page(
+    request: Request,
+    template: str,
+    viewer: Viewer | None,
+    *,
+    status: int = 200,
+    **context: Any,
+) -> Response:
+    base = root(request)
+    html = env.get_template(template).render(
+        base=base,
+        asset=lambda name: asset_url(base, name),
+        viewer=viewer,
+        csrf=viewer.csrf if viewer else "",
+        **context,
+    )
+    return HTMLResponse(html, status_code=status, headers=HEADERS)
+
+
+def back_to(request: Request, path: str) -> Response:
+    """After a change: see the page again (303, so the browser asks with GET)."""
+    return RedirectResponse(root(request) + path, status_code=303, headers=HEADERS)
+
+
+def forbidden(request: Request) -> Response:
+    return page(request, "error.html", None, status=403, message="This request was refused.")
+
+
+def not_found(request: Request, viewer: Viewer | None) -> Response:
+    return page(request, "error.html", viewer, status=404, message="There is no such page.")
+
+
+def fragment(template: str, **context: Any) -> str:
+    """Part of a page, for htmx to swap in."""
+    return env.get_template(template).render(**context)

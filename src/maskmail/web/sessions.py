@@ -1,0 +1,77 @@
+"""The session cookie: made at sign-in, read on every page, ended at sign-out."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+
+from fastapi import Request
+from starlette.datastructures import URL
+from starlette.responses import Response
+
+from maskmail.api.proxy import trusted_peer
+from maskmail.api.urls import public_url
+from maskmail.config import Settings
+
+COOKIE = "maskmail_session"
+LIFETIME = 14 * 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """The signed-in person behind a request."""
+
+    user_id: int
+    email: str
+    token_hash: str
+    # Derived from the secret token, so it is never stored and needs no lookup.
+    csrf: str
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("ascii", "replace")).hexdigest()
+
+
+def csrf_of(token: str) -> str:
+    # 128 bits: unguessable, and short, since every form of a page carries it.
+    return hashlib.sha256(b"csrf:" + token.encode("ascii", "replace")).hexdigest()[:32]
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def site_url(request: Request) -> URL:
+    """The request's URL as the browser sees it: scheme and host from X-Forwarded-* when
+    the peer is a trusted proxy."""
+    settings: Settings = request.app.state.settings
+    peer = request.client.host if request.client else None
+    return public_url(request, trusted_peer(peer, settings))
+
+
+def is_https(request: Request) -> bool:
+    """Over HTTPS, directly or as a trusted proxy's X-Forwarded-Proto says."""
+    return site_url(request).scheme == "https"
+
+
+def set_cookie(request: Request, response: Response, token: str) -> None:
+    response.set_cookie(
+        COOKIE,
+        token,
+        max_age=LIFETIME,
+        path=request.scope.get("root_path", "") or "/",
+        httponly=True,
+        samesite="lax",
+        secure=is_https(request),
+    )
+
+
+def clear_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(
+        COOKIE,
+        path=request.scope.get("root_path", "") or "/",
+        httponly=True,
+        samesite="lax",
+        secure=is_https(request),
+    )

@@ -1,0 +1,74 @@
+"""A test's own reading of a sent reply: could anyone see the owner's mailbox in it?
+
+Written apart from ``mail/reply_check.py`` on purpose: each view of the message (every
+header field occurrence raw and decoded, every parameter, every body) is read through
+every disguise the issue names, one after the other.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import unicodedata
+from email import message_from_bytes, policy
+from email.header import decode_header
+from urllib.parse import unquote
+
+_IDS = {"message-id", "in-reply-to", "references", "content-id"}
+_HIDDEN = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+
+
+def _decoded(raw: str) -> str:
+    try:
+        return "".join(
+            piece if isinstance(piece, str) else piece.decode(charset or "latin-1", "replace")
+            for piece, charset in decode_header(raw.replace("\r\n", "").replace("\n", ""))
+        )
+    except (ValueError, LookupError):
+        return raw
+
+
+def _views(out: bytes) -> list[tuple[str, bool]]:
+    """(text, whether the address counts inside a longer token)."""
+    views = [(out.decode("utf-8", "replace"), False)]
+    for part in message_from_bytes(out, policy=policy.default).walk():
+        for (name, raw), (_, value) in zip(part.raw_items(), part.items(), strict=True):
+            inside = name.lower() in _IDS
+            views += [(str(raw), inside), (_decoded(str(raw)), inside), (str(value), inside)]
+        for header in ("content-type", "content-disposition"):
+            for value in part.get_all(header) or []:
+                views += [(str(v), True) for v in (getattr(value, "params", None) or {}).values()]
+        data = part.get_payload(decode=True)
+        if isinstance(data, bytes):
+            views.append((data.decode(part.get_content_charset() or "latin-1", "replace"), False))
+            views.append((data.decode("latin-1"), False))
+        if part.is_multipart() and part.get("content-transfer-encoding") == "base64":
+            body = part.as_bytes().partition(b"\n\n")[2]
+            raw_body = base64.b64decode(b"".join(body.split()[:-1]) + b"==")
+            views.append((raw_body.decode("latin-1"), False))
+        views += [(text, False) for text in (part.preamble, part.epilogue) if text]
+    return views
+
+
+def _disguises(text: str) -> list[str]:
+    stripped = re.sub(r"<!--.*?-->|<[^<>]*>", "", text, flags=re.DOTALL)
+    unescaped = html.unescape(stripped)
+    unquoted = unquote(unquote(unescaped))
+    plain = _HIDDEN.sub("", unicodedata.normalize("NFKC", unquoted))
+    bare = re.sub(r'["\\]', "", plain)
+    joined = re.sub(r"\s*@\s*", "@", bare)
+    return [text, stripped, unescaped, unquoted, plain, bare, joined]
+
+
+def visible(out: bytes, owner: str) -> bool:
+    """The owner's mailbox, in any case, anywhere a reader could see it: as an address of
+    its own in text, or anywhere inside an id or a parameter."""
+    found = re.escape(owner.lower())
+    bounded = re.compile(rf"(?<![\w.+-]){found}(?![\w-]|\.[\w-])")
+    for text, inside in _views(out):
+        for seen in _disguises(text):
+            lowered = seen.lower()
+            if owner.lower() in lowered and (inside or bounded.search(lowered)):
+                return True
+    return False

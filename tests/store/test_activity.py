@@ -1,0 +1,55 @@
+"""Daily counts move with the counters, in the mail plane's one counting function
+(addresses.count_mail)."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from maskmail.store import accounts, activity
+from maskmail.store.addresses import count_mail, create_address, delete_address, get_address
+from maskmail.store.clock import today
+from maskmail.store.driver import DriverPool
+from maskmail.store.engine import transaction
+
+pytestmark = pytest.mark.anyio
+
+
+async def _address(engine: AsyncEngine) -> tuple[int, int]:
+    async with transaction(engine) as conn:
+        user_id = await accounts.add_user(conn, f"a{secrets.token_hex(4)}@example.com")
+        made = await create_address(conn, user_id, domain="relay.test", length=8)
+    return user_id, made.id
+
+
+async def test_counting_adds_to_today_and_to_the_address(engine: AsyncEngine) -> None:
+    user_id, address_id = await _address(engine)
+    _, other_id = await _address(engine)
+    async with DriverPool(engine)() as driver:
+        await count_mail(driver, address_id, ["num_forwarded", "num_spam"])
+        await count_mail(driver, address_id, ["num_forwarded"])
+        await count_mail(driver, address_id, ["num_replied"])
+        await count_mail(driver, other_id, ["num_blocked"])
+    async with transaction(engine, readonly=True) as conn:
+        record = await get_address(conn, user_id, address_id)
+        days = await activity.last_days(conn, user_id)
+        one = await activity.last_days(conn, user_id, address_id=address_id, days=7)
+        none = await activity.last_days(conn, user_id, address_id=other_id)
+    assert (record.num_forwarded, record.num_spam, record.num_replied) == (2, 1, 1)
+    assert len(days) == 30 and days[-1].day == today() and len(one) == 7
+    assert days[-1] == activity.Day(today(), forwarded=2, blocked=0, spam=1, replied=1)
+    assert one[-1] == days[-1] and all(d.forwarded == 0 for d in days[:-1])
+    # Another owner's address counts nothing for this one.
+    assert all(d == activity.Day(d.day) for d in none)
+
+
+async def test_a_deleted_address_counts_nothing(engine: AsyncEngine) -> None:
+    user_id, address_id = await _address(engine)
+    async with transaction(engine) as conn:
+        await delete_address(conn, user_id, address_id)
+    async with DriverPool(engine)() as driver:
+        await count_mail(driver, address_id, ["num_forwarded"])
+    async with transaction(engine, readonly=True) as conn:
+        assert (await activity.last_days(conn, user_id))[-1].forwarded == 0

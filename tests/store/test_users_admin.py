@@ -1,0 +1,109 @@
+"""Whole accounts: listing users, exporting one user's data, deleting a user for good."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from maskmail.core import addresses as rules
+from maskmail.core.errors import AddressTaken, UserNotFound
+from maskmail.store import accounts, sessions
+from maskmail.store import addresses as store
+from maskmail.store.driver import driver_of
+from maskmail.store.mailflow import reverse_alias
+from maskmail.store.tables import (
+    addresses,
+    api_keys,
+    daily_activity,
+    reverse_aliases,
+    tombstones,
+    web_sessions,
+)
+from maskmail.store.users_admin import delete_user, export_user, list_users
+from tests.core.test_addresses import pinned
+
+pytestmark = pytest.mark.anyio
+DOMAIN = "relay.test"
+
+
+async def _account(conn: AsyncConnection, email: str, *locals_: str) -> int:
+    user_id = await accounts.add_user(conn, email)
+    await accounts.add_key(conn, user_id, "f" * 63 + email[0])
+    for local in locals_:
+        await store.create_address(conn, user_id, domain=DOMAIN, length=6, choose=pinned(local))
+    return user_id
+
+
+async def test_list_counts_each_users_addresses(conn: AsyncConnection) -> None:
+    await _account(conn, "ann@example.com", "aaaaaa", "bbbbbb")
+    await _account(conn, "bob@example.com")
+    listed = {user.email: user.addresses for user in await list_users(conn)}
+    assert listed["ann@example.com"] == 2 and listed["bob@example.com"] == 0
+
+
+async def test_export_holds_addresses_counters_contacts_settings_not_keys(
+    conn: AsyncConnection,
+) -> None:
+    user_id = await _account(conn, "cat@example.com", "cccccc")
+    await accounts.set_show_name(conn, "cat@example.com", True)
+    [address] = await store.list_addresses(conn, user_id)
+    source = await driver_of(conn)
+    alias = await reverse_alias(source, address.id, "shop@example.net", domain=DOMAIN)
+    await store.count_mail(source, address.id, ["num_forwarded"])
+    exported = await export_user(conn, "CAT@example.com")
+    assert exported["email"] == "cat@example.com"
+    assert exported["settings"] == {"show_name": True}
+    [one] = exported["mailboxes"]
+    assert (one["email"], one["verified"], one["default"]) == ("cat@example.com", True, True)
+    [row] = exported["addresses"]
+    assert row["full_address"] == f"cccccc@{DOMAIN}" and row["num_forwarded"] == 1
+    assert exported["contacts"] == [
+        {
+            "address_id": address.id,
+            "sender": "shop@example.net",
+            "reverse_alias": alias,
+            "created_time": exported["contacts"][0]["created_time"],
+        }
+    ]
+    assert len(exported["api_keys"]) == 1
+    assert "f" * 63 not in json.dumps(exported)  # the key's hash stays in the database
+    with pytest.raises(UserNotFound):
+        await export_user(conn, "nobody@example.com")
+
+
+async def test_delete_removes_everything_and_keeps_every_address_out_of_reach(
+    conn: AsyncConnection,
+) -> None:
+    user_id = await _account(conn, "dan@example.com", "dddddd", "eeeeee")
+    [first, second] = await store.list_addresses(conn, user_id)
+    await reverse_alias(await driver_of(conn), first.id, "x@example.net", domain=DOMAIN)
+    await store.count_mail(await driver_of(conn), first.id, ["num_forwarded"])
+    await sessions.start_session(conn, user_id, "d" * 64, lifetime=3600)
+    # A tombstone lost (written before tombstones existed, say) is written again.
+    await conn.execute(
+        tombstones.delete().where(
+            tombstones.c.hash == rules.tombstone(rules.full_address("dddddd", DOMAIN))
+        )
+    )
+    assert await delete_user(conn, "dan@example.com") == 2
+    theirs = (first.id, second.id)
+    for table, where in (
+        (addresses, addresses.c.user_id == user_id),
+        (api_keys, api_keys.c.user_id == user_id),
+        (web_sessions, web_sessions.c.user_id == user_id),
+        # Other tests' committed rows may be there: only this user's must be gone.
+        (reverse_aliases, reverse_aliases.c.address_id.in_(theirs)),
+        (daily_activity, daily_activity.c.address_id.in_(theirs)),
+    ):
+        assert await conn.scalar(select(func.count()).select_from(table).where(where)) == 0
+    other = await _account(conn, "eve@example.com")
+    for local in ("dddddd", "eeeeee"):
+        with pytest.raises(AddressTaken):
+            await store.create_address(
+                conn, other, domain=DOMAIN, length=6, choose=pinned(*[local] * 200)
+            )
+    with pytest.raises(UserNotFound):
+        await delete_user(conn, "dan@example.com")

@@ -1,0 +1,139 @@
+"""The addresses page changes addresses exactly as the API does, and only the viewer's."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from fastapi import FastAPI
+
+from maskmail.store import addresses as store
+from tests.api.conftest import client_for
+from tests.web.conftest import Db, SignIn
+
+pytestmark = pytest.mark.anyio
+
+
+def _ids(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r'<tr id="row-(\d+)"', html)]
+
+
+async def test_new_address_shows_at_the_top(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("hal@example.com")
+    first = await ann.post("/addresses")
+    second = await ann.post("/addresses")
+    assert first.status_code == second.status_code == 303
+    made = await db.read(store.list_addresses, ann.user_id)
+    assert len(made) == 2
+    page = await ann.client.get(second.headers["location"])
+    assert f'id="new-address">{made[1].full_address}<' in page.text
+    assert _ids(page.text) == [made[1].id, made[0].id]
+
+
+async def test_changes_go_through_the_store_rules(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("ida@example.com")
+    await ann.post("/addresses")
+    (made,) = await db.read(store.list_addresses, ann.user_id)
+    path = f"/addresses/{made.id}"
+    assert (await ann.post(path, {"description": "shop"})).status_code == 303
+    assert (await ann.post(path, {"enabled": "false"})).status_code == 303
+    swapped = await ann.client.post(
+        path,
+        data={"csrf": await ann.csrf(), "block_spam": "true"},
+        headers={"HX-Request": "true", "Origin": "http://testserver"},
+    )
+    assert swapped.status_code == 200 and swapped.text.lstrip().startswith("<tr")
+    assert 'id="block_spam-' in swapped.text and 'aria-checked="true"' in swapped.text
+    too_long = await ann.post(path, {"description": "x" * 65})
+    wrong_type = await ann.post(path, {"enabled": "maybe"})
+    assert too_long.status_code == wrong_type.status_code == 422
+    now = await db.read(store.get_address, ann.user_id, made.id)
+    assert (now.description, now.enabled, now.block_spam) == ("shop", False, True)
+    assert now.updated_time is not None
+
+
+async def test_search_and_pages(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("jon@example.com")
+    for _ in range(52):
+        await db.write(store.create_address, ann.user_id, domain="relay.test", length=8)
+    made = await db.read(store.list_addresses, ann.user_id)
+    await db.write(store.update_address, ann.user_id, made[3].id, {"description": "Bank 100%"})
+    first = await ann.client.get("/")
+    second = await ann.client.get("/?page=2")
+    assert len(_ids(first.text)) == 50 and len(_ids(second.text)) == 2
+    assert _ids(first.text)[0] == made[-1].id and _ids(second.text)[-1] == made[0].id
+    assert "Next page" in first.text and "Previous page" in second.text
+    assert _ids((await ann.client.get("/?q=bank 100%")).text) == [made[3].id]
+    assert _ids((await ann.client.get("/?q=" + made[7].address)).text) == [made[7].id]
+    assert _ids((await ann.client.get("/?q=_")).text) == []
+
+
+async def test_delete_asks_first(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("kim@example.com")
+    await ann.post("/addresses")
+    (made,) = await db.read(store.list_addresses, ann.user_id)
+    confirm = await ann.client.get(f"/addresses/{made.id}/delete")
+    assert confirm.status_code == 200 and made.full_address in confirm.text
+    assert await db.read(store.list_addresses, ann.user_id) == [made]
+    assert (await ann.post(f"/addresses/{made.id}/delete")).status_code == 303
+    assert await db.read(store.list_addresses, ann.user_id) == []
+
+
+async def test_another_users_ids_are_404(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("lea@example.com")
+    bob = await sign_in("max@example.com")
+    await ann.post("/addresses")
+    (made,) = await db.read(store.list_addresses, ann.user_id)
+    path = f"/addresses/{made.id}"
+    answers = [
+        await bob.client.get(path),
+        await bob.client.get(path + "/delete"),
+        await bob.post(path, {"enabled": "false"}),
+        await bob.post(path + "/delete"),
+        await bob.post(path + "/contacts", {"email": "x@example.org"}),
+        await bob.client.get("/addresses/abc"),
+    ]
+    assert [a.status_code for a in answers] == [404] * 6
+    assert made.full_address not in (await bob.client.get("/")).text
+    assert await db.read(store.get_address, ann.user_id, made.id) == made
+
+
+async def test_contact_gives_the_reverse_alias(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("ned@example.com")
+    await ann.post("/addresses")
+    (made,) = await db.read(store.list_addresses, ann.user_id)
+    path = f"/addresses/{made.id}/contacts"
+    first = await ann.post(path, {"email": "Shop@Example.org"})
+    again = await ann.post(path, {"email": "shop@example.org"})
+    own = await ann.post(path, {"email": "x@relay.test"})
+    alias = re.search(r'id="reverse-alias">([^<]+)<', first.text)
+    assert first.status_code == 200 and alias is not None
+    assert alias.group(1).endswith("@relay.test") and alias.group(1) in again.text
+    assert own.status_code == 422 and 'role="alert"' in own.text
+
+
+async def test_a_change_returns_only_to_our_own_pages(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("olaf@example.com")
+    await ann.post("/addresses")
+    (made,) = await db.read(store.list_addresses, ann.user_id)
+    path = f"/addresses/{made.id}"
+    places = []
+    for back in ("/?q=x&page=2", "//evil.test/", "/\\evil.test/", "https://evil.test/"):
+        answer = await ann.post(path, {"enabled": "true", "back": back})
+        places.append(answer.headers["location"])
+    assert places == ["/?q=x&page=2", "/", "/", "/"]
+
+
+async def test_hostile_input_is_a_clear_answer(sign_in: SignIn, app: FastAPI) -> None:
+    ann = await sign_in("pam@example.com")
+    answers = [
+        await ann.client.get("/?q=a%00b&page=99999999999999999999"),
+        await ann.client.get("/?q=" + "x" * 5000 + "&page=-3"),
+        await ann.client.get("/addresses/99999999999999999999999"),
+        await ann.post("/addresses/1", {"description": "a\x00b"}),
+    ]
+    async with client_for(app) as stranger:
+        answers.append(
+            await stranger.post("/sign-in", data={"email": "a\x00@example.com", "password": "x"})
+        )
+    assert [a.status_code for a in answers] == [200, 200, 404, 422, 401]

@@ -1,0 +1,39 @@
+"""Vendored files are the pinned ones, and every page's files come from maskmail itself."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from maskmail.web import assets
+from tests.web.conftest import SignIn
+
+pytestmark = pytest.mark.anyio
+BROWSER_VENDOR = Path(__file__).parents[1] / "browser" / "vendor"
+
+
+@pytest.mark.parametrize("folder", [assets.STATIC, BROWSER_VENDOR])
+def test_vendored_files_match_their_manifest(folder: Path) -> None:
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    assert manifest
+    for name, pin in manifest.items():
+        assert re.fullmatch(r"[a-z0-9.\-]+@\d+\.\d+\.\d+", pin["package"])
+        assert hashlib.sha256((folder / name).read_bytes()).hexdigest() == pin["sha256"], name
+
+
+async def test_pages_load_only_our_own_files(sign_in: SignIn) -> None:
+    ann = await sign_in("olga@example.com")
+    await ann.post("/addresses")
+    for path in ("/", "/activity", "/keys", "/password", "/addresses/1/delete"):
+        html = (await ann.client.get(path)).text
+        for url in re.findall(r'(?:src|href)="([^"]+)"', html):
+            # A fragment ("Skip to content") stays on the page itself.
+            ours = url.startswith("/") and not url.startswith("//")
+            assert ours or url.startswith("#"), (path, url)
+        for url in re.findall(r'<script src="([^"]+)"', html):
+            answer = await ann.client.get(url)
+            assert answer.status_code == 200 and answer.content, url
