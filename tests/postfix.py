@@ -185,13 +185,22 @@ def running_postfix(
         started = _postfix(conf, "start")
         try:
             if started.returncode != 0:
-                raise RuntimeError(f"postfix did not start: {started.stderr}")
+                # postfix-script writes why to the log, not to a stderr that is no TTY.
+                told = _tail(root / "postfix.log")
+                raise RuntimeError(f"postfix did not start: {started.stderr}{told}")
             yield root / "postfix.log"
         finally:
             _postfix(conf, "stop")
             _wait_stopped(root / "queue" / "pid" / "master.pid")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _tail(log: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 def _wait_stopped(pid_file: Path) -> None:

@@ -40,10 +40,27 @@ def refused_by_rules_the_schema_cannot_state(path: str) -> bool:
     )
 
 
+# Below Linux's ephemeral range (32768 and up), so that no outgoing connection takes a
+# port between the moment it is handed out and the moment its server binds it.
+_LISTEN_PORTS = range(20000, 32768)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, not handed out before in this run."""
+    rng = secrets.SystemRandom()
+    for _ in range(1000):
+        port = rng.choice(_LISTEN_PORTS)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 async def _pg_admin(statement: str) -> None:
