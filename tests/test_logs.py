@@ -38,6 +38,21 @@ def test_redactor_removes_an_internationalised_mailbox_whole() -> None:
     assert "abc@relay.test" in line
 
 
+def test_redactor_removes_quoted_local_parts_and_address_literals() -> None:
+    redact = logs.Redactor("relay.test")
+    line = redact('to "alice smith"@example.com, "a\\"b"@example.org and bob@[192.0.2.7]')
+    assert "alice" not in line and "smith" not in line and "example" not in line
+    assert "bob" not in line and "192.0.2.7" not in line
+    assert line.count(logs.REDACTED) == 3
+    assert redact('"x y"@relay.test') == '"x y"@relay.test'
+
+
+def test_json_line_redacts_a_quoted_local_part_its_escapes_would_hide() -> None:
+    formatter = logs.JsonFormatter(logs.Redactor("relay.test"))
+    line = json.loads(formatter.format(record('refused "alice smith"@example.com')))
+    assert "alice" not in line["event"] and logs.REDACTED in line["event"]
+
+
 def test_json_line_has_time_level_event_and_the_bound_id() -> None:
     formatter = logs.JsonFormatter(logs.Redactor("relay.test"))
 

@@ -35,9 +35,13 @@ QUIET_LIBRARIES = {
 _trace: ContextVar[tuple[str, str] | None] = ContextVar("maskmail_trace", default=None)
 
 KEY = re.compile(r"mm_live_[A-Za-z0-9_-]+")
-# The domain in any script (\w is Unicode): an ASCII-only class would stop at the first
-# other letter and leave the rest of an internationalised domain in the line.
-MAILBOX = re.compile(r"[^\s<>\"'(),;:@\[\]\\]+@([\w-]+(?:\.[\w-]+)*)")
+# A local part is a run of atom characters or a quoted string (RFC 5321). A domain is an
+# address literal, never the relay's, or a name in any script (\w is Unicode): an
+# ASCII-only class would stop at the first other letter and leave the rest in the line.
+MAILBOX = re.compile(
+    r"(?:\"(?:[^\"\\\r\n]|\\.)*\"|[^\s<>\"'(),;:@\[\]\\]+)"
+    r"@(\[[^\]\s]*\]|[\w-]+(?:\.[\w-]+)*)"
+)
 REDACTED = "<redacted>"
 
 
@@ -114,7 +118,12 @@ class JsonFormatter(logging.Formatter):
             line[trace[0]] = trace[1]
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return self.redact(json.dumps(line, ensure_ascii=False, default=str))
+        # Redacted before encoding: JSON's escapes (\" in a quoted local part) would hide
+        # an address from the pattern.
+        for field in ("event", "exception"):
+            if field in line:
+                line[field] = self.redact(str(line[field]))
+        return json.dumps(line, ensure_ascii=False, default=str)
 
 
 def configure(*, level: str, fmt: LogFormat, relay_domain: str) -> None:
