@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import smtplib
 import socket
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -199,3 +200,21 @@ async def test_database_outage_answers_451_at_rcpt() -> None:
         await engine.dispose()
     code, text = caught.value.recipients[rcpt]
     assert (code, text[:5]) == (451, b"4.3.0")
+
+
+async def test_a_client_that_connects_and_hangs_up_gives_its_places_back_at_once(
+    relay_engine: AsyncEngine,
+) -> None:
+    def scenario(port: int) -> bytes:
+        for _ in range(6):
+            # Hung up before reading the banner, and half-closed: no QUIT, no idle wait.
+            sock = socket.create_connection((HOST, port))
+            sock.shutdown(socket.SHUT_WR)
+            sock.close()
+        time.sleep(0.3)
+        with socket.create_connection((HOST, port), timeout=5) as again:
+            return banner_of(again)
+
+    async with bare_server(relay_engine, max_per_client=3, idle_timeout=30) as port:
+        back = await asyncio.to_thread(scenario, port)
+    assert back.startswith(b"220 ")
