@@ -55,7 +55,7 @@ _COUNTERS: tuple[Counter, ...] = get_args(Counter)
 
 def record(row: Sequence[Any]) -> RelayAddress:
     """An address from a row of ADDRESS_COLUMNS, by position: reading fourteen attributes
-    by name per row cost as much as the rest of a listing."""
+    by name per row was a large share of a listing's cost."""
     # SQLite's driver returns booleans as 0/1.
     return RelayAddress(
         row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]), *row[7:]
