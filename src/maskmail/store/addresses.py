@@ -39,6 +39,7 @@ from maskmail.core.errors import (
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
 from maskmail.store import bounces as bounce_store
+from maskmail.store import tombstones
 from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.clock import now, today
 from maskmail.store.driver import Driver, Statement, as_driver
@@ -81,9 +82,6 @@ _USER_EXISTS = Statement.from_core(_USER, "user_id")
 _COUNT = Statement.from_core(
     select(func.count()).select_from(addresses).where(addresses.c.user_id == bindparam("user_id")),
     "user_id",
-)
-_TOMBSTONE = Statement.portable(
-    "INSERT INTO tombstones (hash, created_time) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1"
 )
 _INSERT = Statement.portable(
     f"{_NEW_ROW_COLUMNS} VALUES (?, ?, ?, ?, TRUE, FALSE, ?, ?, NULL, 0, 0, 0, 0) "
@@ -169,7 +167,7 @@ async def create_address(
     for _ in range(1 if local else MAX_DRAWS):
         drawn = local or rules.generate_local_part(length, choose)
         tombstone = rules.tombstone(rules.full_address(drawn, domain, subdomain))
-        if not await driver.rows(_TOMBSTONE, tombstone, created):
+        if not await tombstones.reserve(driver, tombstone, created):
             continue  # handed out before
         made = await driver.rows(_INSERT, user_id, drawn, domain, subdomain, description, created)
         if made:
