@@ -17,7 +17,10 @@ if ! command -v initdb >/dev/null 2>&1 && ! compgen -G '/usr/lib/postgresql/*/bi
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "system-deps: need root to install: ${packages[*]}" >&2
+    # Not root: say what to install, rather than fail inside apt-get.
+    echo "system-deps: the tests need these Debian packages: ${packages[*]}" >&2
+    echo "system-deps: install them as root, then run make test again:" >&2
+    echo "  apt-get install --no-install-recommends ${packages[*]}" >&2
     exit 1
   fi
   apt-get update -qq

@@ -17,7 +17,6 @@ from contextvars import ContextVar
 from typing import Literal
 
 LogFormat = Literal["text", "json"]
-LEVELS = ("debug", "info", "warning", "error", "critical")
 
 # Libraries that name envelope addresses, SQL parameters or message lines in their own
 # records: held at this level whatever MASKMAIL_LOG_LEVEL says.
