@@ -11,7 +11,6 @@ not a dependency of maskmail: without it installed, only python-gnupg is measure
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import statistics
 import tempfile
@@ -55,7 +54,9 @@ def with_gnupg(home: str) -> tuple[str, Callable[[bytes], bytes]]:
         assert result.ok, result.status
         return bytes(result.data)
 
-    return "python-gnupg " + gnupg.__version__ + " (gpg " + ".".join(map(str, gpg.version)) + ")", encrypt
+    return "python-gnupg " + gnupg.__version__ + " (gpg " + ".".join(
+        map(str, gpg.version)
+    ) + ")", encrypt
 
 
 def with_pgpy() -> tuple[str, Callable[[bytes], bytes]] | None:

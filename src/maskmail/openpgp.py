@@ -96,7 +96,10 @@ class Gpg:
         """``data`` encrypted to the key, ASCII-armored; EncryptionFailed when gpg will
         not (an expired or revoked key, gpg itself failing)."""
         self._import(armored, fingerprint)
-        result = self._gpg.encrypt(data, [fingerprint], always_trust=True, armor=True)
+        try:
+            result = self._gpg.encrypt(data, [fingerprint], always_trust=True, armor=True)
+        except (OSError, ValueError) as exc:
+            raise EncryptionFailed("gpg could not be run") from exc
         if not result.ok:
             raise EncryptionFailed(str(result.status or "gpg failed"))
         return bytes(result.data)
