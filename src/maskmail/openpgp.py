@@ -1,6 +1,6 @@
 """OpenPGP through the gpg binary (python-gnupg): checking a mailbox's key, encrypting to it.
 
-gpg was chosen over pgpy by measurement (docs/benchmarks.md, "PGP library"). Both doors
+gpg was chosen over pgpy by measurement (docs/benchmarks.md, "PGP"). Both doors
 use it: the API checks keys, the mail plane encrypts. Each process has one private gpg
 home, made on first use; keys are imported into it when first encrypted to. Blocking:
 callers run these functions in a thread.
@@ -9,21 +9,15 @@ callers run these functions in a thread.
 from __future__ import annotations
 
 import hashlib
-import logging
 import shutil
 import tempfile
 import threading
-from functools import cache
+from functools import lru_cache
 
 import gnupg
 
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.pgp import KeyFacts
-
-# python-gnupg logs gpg's own output at debug level, user ids (real addresses) included.
-_gnupg_log = logging.getLogger("gnupg")
-_gnupg_log.propagate = False
-_gnupg_log.addHandler(logging.NullHandler())
 
 PUBLIC_KEY_ARMOR = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
 # Real keys with a few signatures are a few kilobytes; photo ids make them large.
@@ -105,7 +99,7 @@ class Gpg:
         return bytes(result.data)
 
 
-@cache
+@lru_cache(maxsize=1)
 def gpg() -> Gpg:
     """This process's gpg, made on first use (a server without keys never needs gpg)."""
     return Gpg()

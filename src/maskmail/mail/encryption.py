@@ -42,7 +42,8 @@ async def copies(
     """The message each target gets: encrypted to its mailbox's key when it has one
     (each key and subject choice encrypted once), as it is otherwise."""
     by_email = {box.email: box for box in boxes}
-    if already_encrypted(fields, body):
+    keyed = any(box.key is not None for t in targets if (box := by_email.get(t)) is not None)
+    if not keyed or already_encrypted(fields, body):
         return dict.fromkeys(targets, message)
     made: dict[tuple[str, bool], bytes] = {}
     out = {}
