@@ -5,9 +5,10 @@ packages=()
 # command:package pairs; extend as tests start real servers.
 # nginx, openssl and systemd-analyze check the deployment files in deploy/; PgBouncer
 # sits between maskmail and PostgreSQL in the scale-out test; chromium: the dashboard's
-# browser tests (tests/browser) drive it through Playwright.
+# browser tests (tests/browser) drive it through Playwright; gpg encrypts forwards to
+# mailboxes with an OpenPGP key (src/maskmail/openpgp.py), in production too.
 for pair in rspamd:rspamd postfix:postfix wrk:wrk nginx:nginx openssl:openssl systemd-analyze:systemd \
-  pgbouncer:pgbouncer chromium:chromium; do
+  pgbouncer:pgbouncer chromium:chromium gpg:gpg; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || packages+=("${pair##*:}")
 done
 # The outage test runs a private PostgreSQL cluster: it needs initdb and pg_ctl, which

@@ -32,7 +32,8 @@ def refused_by_rules_the_schema_cannot_state(path: str) -> bool:
     schemathesis runs: an email that matches the format at a reserved domain or the
     relay's own (contacts); a subdomain name that is taken, used before or blocklisted,
     or use_subdomain on without one; a mailbox the user has, the limit, a wrong code,
-    an unverified id, or the default switched off without another (mailboxes)."""
+    an unverified id, or the default switched off without another (mailboxes); a
+    public key gpg refuses (mailboxes/{id}/pgp)."""
     return (
         path.endswith("/contacts")
         or path.startswith("/v3/relay/subdomains")

@@ -11,6 +11,7 @@ from email.utils import formatdate, make_msgid
 
 from maskmail.core.addresses import normalize_mailbox
 from maskmail.core.errors import InvalidAddress
+from maskmail.core.pgp import DeliveryKey
 
 # How long the link and the code stay good.
 VERIFY_SECONDS = 24 * 60 * 60
@@ -95,6 +96,8 @@ class Destination:
     default: bool
     # Chosen for this address (PUT .../mailboxes); none chosen means the default.
     chosen: bool
+    # Forwards to it are encrypted to this key (PUT .../pgp).
+    key: DeliveryKey | None = None
 
 
 def _of_address(mailboxes: Sequence[Destination]) -> list[Destination]:
@@ -125,4 +128,20 @@ def pause_notice(*, to: str, sender: str, mailbox_id: int, when: float) -> bytes
         "maskmail stopped forwarding to it. Your addresses keep forwarding to your other "
         "mailboxes.\nOnce it takes mail again, resume it with PATCH "
         f'/v3/relay/mailboxes/{mailbox_id} and the body {{"paused": false}}.\n',
+    )
+
+
+def encryption_notice(*, to: str, sender: str, mailbox_id: int, reason: str, when: float) -> bytes:
+    """Tells the owner, once, that forwards to a mailbox wait because its key failed.
+    Nothing of the waiting mail is in it (it goes out unencrypted)."""
+    return _notice(
+        to=to,
+        sender=sender,
+        subject="maskmail cannot encrypt mail to one of your mailboxes",
+        when=when,
+        text=f"maskmail could not encrypt a forward to your mailbox {mailbox_id} with its "
+        f"OpenPGP key ({reason}). Mail for it is held back, never sent unencrypted: the "
+        "sending servers retry for a few days.\nReplace the key with PUT "
+        f"/v3/relay/mailboxes/{mailbox_id}/pgp, or remove it with DELETE on the same path "
+        "to receive forwards unencrypted.\n",
     )

@@ -15,10 +15,11 @@ from maskmail.core.errors import (
     RelayDenied,
 )
 from maskmail.core.mailboxes import targets
-from maskmail.core.verdict import Action, Facts, Verdict, decide
-from maskmail.mail import first_mail, rewrite
+from maskmail.core.verdict import Action, Facts, decide
+from maskmail.mail import encryption, first_mail, rewrite
 from maskmail.mail.context import MailContext, envelope_sender, peer_ip
 from maskmail.mail.counting import count
+from maskmail.mail.dkim import Signer
 from maskmail.store import mailflow
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
     """Deliver, block or drop one message; return once it is done and counted."""
     mail_from = envelope_sender(env)
     raw: bytes = env.original_content
-    header_block, _ = rewrite.split_message(raw)
+    header_block, body = rewrite.split_message(raw)
     headers = rewrite.parse_headers(header_block)
     fields = rewrite.header_fields(headers)
     origin = rewrite.origin(headers, mail_from)
@@ -121,11 +122,23 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
                 keep_verdicts=ctx.judge.trusts(ip),
             ),
         )
+        # Encrypted (where a mailbox has a key) before signing: the signature covers
+        # what is sent.
+        copies = await encryption.copies(ctx, message, fields, body, boxes, verdict.targets)
         if ctx.signer is not None:
-            message = await ctx.signer.sign(message)
+            copies = await _signed(ctx.signer, copies)
         mailbox_ids = {box.email: box.id for box in boxes}
-        await _send(ctx, message, verdict, found.address.id, mailbox_ids)
+        await _send(ctx, copies, found.address.id, mailbox_ids)
     await count(ctx, found.address.id, verdict, sent=verdict.action is Action.FORWARD)
+
+
+async def _signed(signer: Signer, copies: dict[str, bytes]) -> dict[str, bytes]:
+    """Each distinct message signed once (copies without a key are the same bytes)."""
+    done: dict[bytes, bytes] = {}
+    for message in copies.values():
+        if message not in done:
+            done[message] = await signer.sign(message)
+    return {target: done[message] for target, message in copies.items()}
 
 
 def _replier(reply_to: str) -> str | None:
@@ -145,8 +158,7 @@ async def _reverse_alias(ctx: MailContext, address_id: int, reply_to: str) -> st
 
 async def _send(
     ctx: MailContext,
-    message: bytes,
-    verdict: Verdict,
+    copies: dict[str, bytes],
     address_id: int,
     mailbox_ids: dict[str, int],
 ) -> None:
@@ -157,9 +169,9 @@ async def _send(
     With several mailboxes each copy's bounce address names its mailbox, so a refusal
     counts against that mailbox alone; with one, it counts against the address."""
     now = int(ctx.clock().timestamp())
-    several = len(verdict.targets) > 1
+    several = len(copies) > 1
     failures: list[DeliveryDeferred | DeliveryRefused] = []
-    for target in verdict.targets:
+    for target, message in copies.items():
         mailbox_id = mailbox_ids.get(target) if several else None
         sender = bounces.bounce_address(address_id, now, ctx.bounce_secret, ctx.domain, mailbox_id)
         try:
@@ -167,5 +179,5 @@ async def _send(
         except (DeliveryDeferred, DeliveryRefused) as exc:
             log.info("forward for address %d not delivered: %s", address_id, exc.message)
             failures.append(exc)
-    if len(failures) == len(verdict.targets):
+    if len(failures) == len(copies):
         raise next((f for f in failures if isinstance(f, DeliveryDeferred)), failures[0])

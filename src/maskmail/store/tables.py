@@ -12,6 +12,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     UniqueConstraint,
     false,
     func,
@@ -185,6 +186,21 @@ address_mailboxes = Table(
     Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), primary_key=True),
     Column("mailbox_id", IdType, ForeignKey("mailboxes.id", ondelete="CASCADE"), primary_key=True),
     Index(None, "mailbox_id"),
+)
+
+# A mailbox's OpenPGP key (docs/api.md, "PGP keys"): forwards to it are encrypted.
+# ``failed_time``: encryption failed and the owner was told; cleared by a success or a
+# new key, so they are told once, not on every retry.
+mailbox_keys = Table(
+    "mailbox_keys",
+    metadata,
+    Column("mailbox_id", IdType, ForeignKey("mailboxes.id", ondelete="CASCADE"), primary_key=True),
+    Column("public_key", Text, nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("encrypt_subject", Boolean, nullable=False, server_default=false()),
+    Column("created_time", BigInteger, nullable=False),
+    Column("expires_time", BigInteger, nullable=True),
+    Column("failed_time", BigInteger, nullable=True),
 )
 
 # Signed-in dashboard sessions; only the SHA-256 of the cookie's token is stored.
