@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from maskmail.core.errors import LimitReached, MailboxLimitReached
+from maskmail.core.errors import InvalidAddress, LimitReached, MailboxLimitReached
 from maskmail.core.mailboxes import new_proof
 from maskmail.store import accounts, mailboxes
 from maskmail.store import addresses as store
@@ -52,3 +52,30 @@ async def test_racing_mailbox_adds_stop_at_the_limit(engine: AsyncEngine) -> Non
     assert sum(made) == 3
     async with transaction(engine, readonly=True) as conn:
         assert len(await mailboxes.list_mailboxes(conn, user)) == 4
+
+
+async def test_a_delete_racing_a_new_default_leaves_one_default(engine: AsyncEngine) -> None:
+    """The delete waits for the PATCH that makes its mailbox the default, then refuses;
+    without the owner's lock it deleted the new default and left none."""
+    async with transaction(engine) as conn:
+        user = await accounts.add_user(conn, f"default-race-{id(engine)}@example.com")
+        proof = new_proof()
+        two = await mailboxes.add_mailbox(conn, user, "two@example.net", proof, limit=4)
+        await mailboxes.verify_by_token(conn, proof.token_hash)
+
+    async def delete_two() -> None:
+        async with transaction(engine) as conn:
+            await mailboxes.delete_mailbox(conn, user, two.id)
+
+    async with transaction(engine) as conn:
+        await mailboxes.set_default(conn, user, two.id)
+        deleting = asyncio.create_task(delete_two())
+        # Long enough for the delete to reach the lock and wait there.
+        await asyncio.sleep(0.5)
+        assert not deleting.done()
+    with pytest.raises(InvalidAddress):
+        await deleting
+    async with transaction(engine, readonly=True) as conn:
+        boxes = await mailboxes.list_mailboxes(conn, user)
+    assert [(m.id, m.default) for m in boxes if m.default] == [(two.id, True)]
+    assert len(boxes) == 2
