@@ -6,18 +6,21 @@ from __future__ import annotations
 import email
 import email.policy
 import mailbox
+import os
 import re
 from collections.abc import AsyncIterator
 from email.message import EmailMessage
 from pathlib import Path
 
+import dkim
 import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from maskmail.mail.dkim import generate_key, txt_value
 from maskmail.store.addresses import create_address
 from maskmail.store.engine import transaction
-from tests.api.conftest import BASE, Caller, ClientFactory, UserFactory
+from tests.api.conftest import BASE, DOMAIN, Caller, ClientFactory, UserFactory
 from tests.sink import Sink
 
 pytestmark = pytest.mark.anyio
@@ -160,6 +163,21 @@ async def test_the_verification_goes_to_the_outbox_without_a_smarthost(
     assert message["Delivered-To"] == "boxed@example.net"
     assert message["Return-Path"] == "<>"
     assert re.search(r"code: \d{6}", str(message.get_payload())) is not None
+
+
+async def test_the_verification_is_signed_as_forwards_are(
+    reconfigured: ClientFactory, carol: Caller, tmp_path: Path
+) -> None:
+    private, public = generate_key()
+    (tmp_path / "dkim.key").write_bytes(private)
+    async with reconfigured(data_dir=tmp_path) as api:
+        await _add(api, carol, "signed@example.net")
+    [name] = os.listdir(tmp_path / "outbox" / "new")
+    delivered = (tmp_path / "outbox" / "new" / name).read_bytes()
+    # The envelope lines the outbox put on top are not part of what was signed.
+    signed = delivered[delivered.index(b"DKIM-Signature:") :]
+    assert f"d={DOMAIN};".encode() in signed
+    assert dkim.verify(signed, dnsfunc=lambda name, timeout=5: txt_value(public).encode())
 
 
 async def test_the_link_is_the_one_the_owner_sees_through_the_proxy(
