@@ -57,11 +57,12 @@ def _not_found() -> MailboxNotFound:
     return MailboxNotFound("no such mailbox")
 
 
-async def _lock_owner(conn: AsyncConnection, user_id: int) -> None:
+async def lock_owner(conn: AsyncConnection, user_id: int) -> None:
     """Take the owner's row (on PostgreSQL; SQLite's write transactions are serial
-    already) before a change that reads their mailboxes and then writes them, so that
-    two such changes run one after the other: two adds never both pass the limit, and a
-    delete and a new default never leave the user without a default."""
+    already) before a change that reads their mailboxes or subdomain and then writes,
+    so that two such changes run one after the other: two adds never both pass the
+    limit, a delete and a new default never leave the user without a default, and an
+    address is never made on a subdomain name being renamed."""
     await conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
 
 
@@ -99,7 +100,7 @@ async def add_mailbox(
     conn: AsyncConnection, user_id: int, email: str, proof: Proof, *, limit: int
 ) -> Mailbox:
     """An unverified mailbox, under ``limit``; the same mailbox twice (in any case) is a 422."""
-    await _lock_owner(conn, user_id)
+    await lock_owner(conn, user_id)
     count = await conn.scalar(
         select(func.count()).select_from(mailboxes).where(mailboxes.c.user_id == user_id)
     )
@@ -161,7 +162,7 @@ async def verify_by_code(
 
 
 async def set_default(conn: AsyncConnection, user_id: int, mailbox_id: int) -> Mailbox:
-    await _lock_owner(conn, user_id)
+    await lock_owner(conn, user_id)
     mailbox = await get_mailbox(conn, user_id, mailbox_id)
     if not mailbox.verified:
         raise InvalidAddress("only a verified mailbox can be the default", {"field": "default"})
@@ -175,7 +176,7 @@ async def set_default(conn: AsyncConnection, user_id: int, mailbox_id: int) -> M
 
 async def delete_mailbox(conn: AsyncConnection, user_id: int, mailbox_id: int) -> None:
     """Gone; the addresses that forwarded only to it forward to the default mailbox."""
-    await _lock_owner(conn, user_id)
+    await lock_owner(conn, user_id)
     mailbox = await get_mailbox(conn, user_id, mailbox_id)
     if mailbox.default:
         raise InvalidAddress("the default mailbox cannot be deleted", {"field": "id"})
@@ -209,7 +210,7 @@ async def set_address_mailboxes(
     wanted = sorted(set(mailbox_ids))
     if not wanted:
         raise InvalidAddress("choose at least one mailbox", {"field": "mailbox_ids"})
-    await _lock_owner(conn, user_id)
+    await lock_owner(conn, user_id)
     found = set(
         await conn.scalars(
             select(mailboxes.c.id).where(
