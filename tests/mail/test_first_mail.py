@@ -244,6 +244,32 @@ async def test_a_flood_from_one_sender_is_throttled(
     assert made == {f"n{i}@{owner.host}" for i in (0, 1, 2, 4)}
 
 
+def _each_in_turn(port: int, sender: str, rcpts: list[str]) -> dict[str, tuple[int, bytes]]:
+    """One message per recipient over one connection; the refusals, by recipient."""
+    refused: dict[str, tuple[int, bytes]] = {}
+    with smtplib.SMTP(HOST, port, timeout=30) as client:
+        for rcpt in rcpts:
+            try:
+                client.sendmail(sender, [rcpt], message(to=rcpt, sender=sender))
+            except smtplib.SMTPRecipientsRefused as exc:
+                refused.update(exc.recipients)
+    return refused
+
+
+async def test_a_flood_over_smtp_is_told_to_try_later(
+    relay: int, sink: Sink, relay_engine: AsyncEngine
+) -> None:
+    """Eleven new local parts from one sender: the relay's guard makes ten, then 450."""
+    owner = await _holder(relay_engine, "smtpflood")
+    rcpts = [f"f{i}@{owner.host}" for i in range(11)]
+    refused = await asyncio.to_thread(_each_in_turn, relay, "flood@bad.example", rcpts)
+    assert list(refused) == [rcpts[10]]
+    code, text = refused[rcpts[10]]
+    assert (code, text[:5]) == (450, b"4.7.1")
+    assert set(await _addresses(relay_engine, owner.user_id)) == set(rcpts[:10])
+    assert len(sink.messages) == 10
+
+
 async def test_refusals_do_not_use_up_the_senders_allowance(
     settings: Settings, relay_engine: AsyncEngine
 ) -> None:
