@@ -52,10 +52,12 @@ def new_mailbox(email: str, relay_domains: Iterable[str]) -> str:
     domain = mailbox.rpartition("@")[2]
     for ours in relay_domains:
         if domain == ours or domain.endswith("." + ours):
-            raise InvalidAddress(
-                "a mailbox cannot be at the relay's own domain", {"field": "email"}
-            )
+            raise at_relay_domain()
     return mailbox
+
+
+def at_relay_domain() -> InvalidAddress:
+    return InvalidAddress("a mailbox cannot be at the relay's own domain", {"field": "email"})
 
 
 def _notice(*, to: str, sender: str, subject: str, when: float, text: str) -> bytes:

@@ -78,6 +78,10 @@ _USER = select(users.c.id, users.c.use_relay_subdomain, _SUBDOMAIN).where(
 # FOR UPDATE on PostgreSQL; SQLite has none (its BEGIN IMMEDIATE serialises writers).
 _LOCK_USER = Statement.from_core(_USER.with_for_update(), "user_id")
 _USER_EXISTS = Statement.from_core(_USER, "user_id")
+_SUBDOMAIN_NAME = Statement.from_core(
+    select(subdomains.c.subdomain).where(subdomains.c.user_id == bindparam("user_id")),
+    "user_id",
+)
 _COUNT = Statement.from_core(
     select(func.count()).select_from(addresses).where(addresses.c.user_id == bindparam("user_id")),
     "user_id",
@@ -153,7 +157,18 @@ async def create_address(
     owner = await driver.rows(_LOCK_USER if limit > 0 else _USER_EXISTS, user_id)
     if not owner:
         raise UserNotFound(f"no user with id {user_id}")
-    subdomain = _placed(place, bool(owner[0][1]), owner[0][2], on)
+    uses_subdomain, subdomain = bool(owner[0][1]), owner[0][2]
+    if subdomain is not None and (
+        place is Place.SUBDOMAIN or (place is Place.DEFAULT and uses_subdomain)
+    ):
+        # Renaming or deleting the subdomain locks the owner's row first too: under that
+        # lock the name is read again, so that no address is made on a name whose
+        # addresses a rename has just deleted.
+        if limit <= 0:
+            await driver.rows(_LOCK_USER, user_id)
+        found = await driver.rows(_SUBDOMAIN_NAME, user_id)
+        subdomain = found[0][0] if found else None
+    subdomain = _placed(place, uses_subdomain, subdomain, on)
     if limit > 0 and (await driver.rows(_COUNT, user_id))[0][0] >= limit:
         raise LimitReached(
             f"this account has reached its limit of {limit} addresses; "

@@ -17,6 +17,7 @@ from maskmail.core.subdomains import Subdomain
 from maskmail.store import tombstones
 from maskmail.store.clock import now
 from maskmail.store.driver import Driver, Statement
+from maskmail.store.mailboxes import lock_owner
 from maskmail.store.tables import addresses, subdomains, users
 
 _COLUMNS = (
@@ -77,6 +78,10 @@ def _limit() -> SubdomainLimitReached:
 
 
 async def _owned(conn: AsyncConnection, user_id: int, subdomain_id: int) -> Subdomain:
+    """The user's subdomain, locked; the owner's row first, as creating an address on
+    the subdomain locks it (``store.addresses.create_address``), so that a create waits
+    for a rename under way and then sees the new name."""
+    await lock_owner(conn, user_id)
     row = (
         await conn.execute(
             select(*_COLUMNS)

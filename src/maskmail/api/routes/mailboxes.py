@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Annotated, Protocol
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,12 +14,15 @@ from starlette.responses import Response
 
 from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings, WriteConn, client_host
 from maskmail.api.docs import errors_for
+from maskmail.api.proxy import trusted_peer
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import StorableStr
+from maskmail.api.urls import public_url
+from maskmail.config import Settings
 from maskmail.core import mailboxes as rules
 from maskmail.core.errors import DeliveryDeferred, InvalidAddress
 from maskmail.openpgp import MAX_KEY_CHARS, check_key
-from maskmail.store import addresses, bounces, mailbox_keys
+from maskmail.store import addresses, bounces, domains, mailbox_keys
 from maskmail.store import mailboxes as store
 
 router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
@@ -126,11 +130,14 @@ async def add_mailbox(
     request: Request,
 ) -> Response:
     email = rules.new_mailbox(body.email, {settings.domain.lower()})
+    # The domains of addresses made before MASKMAIL_DOMAIN changed are the relay's too.
+    if await domains.receives_for(conn, email.rpartition("@")[2]):
+        raise rules.at_relay_domain()
     proof = rules.new_proof()
     mailbox = await store.add_mailbox(
         conn, owner.user_id, email, proof, limit=settings.max_mailboxes_per_user
     )
-    link = f"{request.url_for('verify_mailbox_link')}?token={proof.token}"
+    link = _verify_link(request, settings, proof.token)
     message = rules.verification_message(
         to=email,
         sender=f"mailboxes@{settings.domain}",
@@ -144,6 +151,15 @@ async def add_mailbox(
         raise DeliveryDeferred("this server has no outbound path for verification mail")
     await sender.deliver(message, sender="", recipient=email)
     return json(mailbox.json())
+
+
+def _verify_link(request: Request, settings: Settings, token: str) -> str:
+    """The link as the owner will open it: through the trusted proxy, if any, as the
+    paging links are (``api/urls.py``)."""
+    trusted = trusted_peer(request.client.host if request.client else None, settings)
+    path = request.url_for("verify_mailbox_link").path
+    url = public_url(request, trusted).replace(path=path, query=urlencode({"token": token}))
+    return str(url)
 
 
 @router.get(
