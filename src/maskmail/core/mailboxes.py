@@ -57,7 +57,7 @@ def new_mailbox(email: str, relay_domains: Iterable[str]) -> str:
     return mailbox
 
 
-def _notice(*, to: str, sender: str, subject: str, when: float, text: str) -> bytes:
+def notice(*, to: str, sender: str, subject: str, when: float, text: str) -> bytes:
     """A message of ours to the owner, marked as sent by a machine."""
     message = EmailMessage()
     message["From"] = sender
@@ -72,7 +72,7 @@ def _notice(*, to: str, sender: str, subject: str, when: float, text: str) -> by
 
 def verification_message(*, to: str, sender: str, link: str, code: str, when: float) -> bytes:
     """The message that asks the owner of ``to`` to confirm it."""
-    return _notice(
+    return notice(
         to=to,
         sender=sender,
         subject="Confirm your mailbox for maskmail",
@@ -116,7 +116,7 @@ def senders(mailboxes: Sequence[Destination]) -> tuple[str, ...]:
 
 def pause_notice(*, to: str, sender: str, mailbox_id: int, when: float) -> bytes:
     """Tells the owner, at their default mailbox, that one of theirs stopped taking mail."""
-    return _notice(
+    return notice(
         to=to,
         sender=sender,
         subject="maskmail paused forwarding to one of your mailboxes",

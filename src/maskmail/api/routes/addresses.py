@@ -11,7 +11,13 @@ from maskmail.api import listing
 from maskmail.api.deps import Conn, CurrentOwner, get_key_hash, refuse_unknown_key
 from maskmail.api.docs import errors_for
 from maskmail.api.memo import Memo
-from maskmail.api.routes.shared import AddressId, json
+from maskmail.api.routes.shared import (
+    AddressId,
+    create_on,
+    has_body,
+    json,
+    requested_domain,
+)
 from maskmail.api.schemas import AddressUpdate, Page, PrivateEmail, address_json
 from maskmail.api.urls import links_for
 from maskmail.config import Settings
@@ -88,11 +94,32 @@ async def list_addresses(request: Request) -> Response:
     response_model=PrivateEmail,
     responses=errors_for(401, 403, 413, 429, 503),
     summary="Generate a new address",
-    description="Any request body is ignored. The new address is enabled, with zero counters.",
+    description=(
+        "The new address is enabled, with zero counters. A JSON body may name its "
+        '`domain` (`{"domain": "example.org"}`): the relay\'s domain, the caller\'s '
+        "subdomain or one of their verified custom domains (422 otherwise). Any other "
+        "body, or field, is ignored."
+    ),
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {"domain": {"type": ["string", "null"]}},
+                    }
+                }
+            },
+        }
+    },
 )
 async def create_address(request: Request) -> Response:
     key_hash = await get_key_hash(request)
     settings: Settings = request.app.state.settings
+    # Only a request that sends a body leaves the one-statement path.
+    if has_body(request) and (requested := requested_domain(await request.body())) is not None:
+        return await create_on(request, key_hash, requested)
     drivers: Checkout = request.app.state.drivers
     async with drivers() as driver:
         made = await store.create_for_key(
