@@ -48,7 +48,7 @@ async def decide(ctx: MailContext, request: dict[str, str]) -> str:
     if request.get("protocol_state", "").upper() != "RCPT":
         return PERMIT
     recipient = request.get("recipient", "")
-    if not recipients.serves(ctx, recipient):
+    if not await recipients.receives(ctx, recipient):
         return PERMIT
     try:
         async with asyncio.timeout(DECISION_TIMEOUT):
