@@ -9,7 +9,8 @@ import dns.asyncresolver
 import dns.exception
 import dns.resolver
 
-from maskmail.core.custom_domains import Expected, Found
+from maskmail.config import Settings
+from maskmail.core.custom_domains import CustomDomain, Expected, Found, judge
 
 TIMEOUT = 5.0
 # The EDNS buffer size DNS operators agreed on (DNS flag day 2020): a DKIM key fits.
@@ -50,3 +51,15 @@ async def look_up(asker: dns.asyncresolver.Resolver, expected: Expected) -> Foun
         _answers(asker, expected.dmarc_name, "TXT"),
     )
     return Found(domain_txt, mx_hosts, dkim_txt, dmarc_txt)
+
+
+def expected(found: CustomDomain, settings: Settings) -> Expected:
+    """The records ``found`` needs on this relay: MX to its host, SPF including its domain."""
+    return found.expected(mail_host=settings.mail_hostname, spf_domain=settings.domain)
+
+
+async def checks_now(found: CustomDomain, settings: Settings) -> dict[str, bool]:
+    """The domain's checks as DNS answers now (``MASKMAIL_DNS_RESOLVER``, if set)."""
+    wanted = expected(found, settings)
+    answers = await look_up(resolver(settings.dns_resolver_address), wanted)
+    return judge(wanted, answers, found.checks)

@@ -16,7 +16,7 @@ from maskmail.core.custom_domains import CHECKS, CustomDomain
 from maskmail.core.errors import AddressNotFound, DomainLimitReached, InvalidAddress
 from maskmail.store.clock import now
 from maskmail.store.driver import Driver, Statement
-from maskmail.store.tables import addresses, custom_domains, reverse_aliases, users
+from maskmail.store.tables import addresses, custom_domains, mailboxes, reverse_aliases, users
 
 _CHECK_COLUMNS = tuple(custom_domains.c[f"{name}_ok"] for name in CHECKS)
 _COLUMNS = (
@@ -178,6 +178,14 @@ async def remove(conn: AsyncConnection, user_id: int, domain_id: int) -> None:
         )
     )
     await conn.execute(delete(custom_domains).where(custom_domains.c.id == domain_id))
+
+
+async def default_mailbox(conn: AsyncConnection, user_id: int) -> str | None:
+    """Where the owner is told about their domain: their default mailbox."""
+    found = await conn.scalar(
+        select(mailboxes.c.email).where(mailboxes.c.user_id == user_id, mailboxes.c.is_default)
+    )
+    return None if found is None else str(found)
 
 
 async def verified_domain(conn: AsyncConnection, user_id: int, domain: str) -> bool:

@@ -77,17 +77,13 @@ def relay_domains(settings: Settings) -> frozenset[str]:
     return frozenset({settings.domain.lower(), settings.mail_hostname.lower()})
 
 
-def expected(found: CustomDomain, settings: Settings) -> rules.Expected:
-    return found.expected(mail_host=settings.mail_hostname, spf_domain=settings.domain)
-
-
 def domain_json(found: CustomDomain, settings: Settings) -> dict[str, Any]:
     return {
         "id": found.id,
         "domain": found.domain,
         "verified": found.verified,
         "checks": found.checks,
-        "records": [r.json() for r in expected(found, settings).records()],
+        "records": [r.json() for r in dnscheck.expected(found, settings).records()],
         "catch_all": found.catch_all,
         "created_time": found.created_time,
     }
@@ -161,16 +157,9 @@ async def check_domain(
     domain_id: DomainId, owner: CurrentOwner, conn: Conn, settings: CurrentSettings
 ) -> Response:
     found = await store.get_domain(conn, owner.user_id, domain_id)
-    checks = await look_up(found, settings)
+    checks = await dnscheck.checks_now(found, settings)
     await store.record_check(conn, found.id, checks, warned=False if all(checks.values()) else None)
     return json(domain_json(await store.get_domain(conn, owner.user_id, domain_id), settings))
-
-
-async def look_up(found: CustomDomain, settings: Settings) -> dict[str, bool]:
-    """The domain's checks as DNS answers now (``MASKMAIL_DNS_RESOLVER``, if set)."""
-    asker = dnscheck.resolver(settings.dns_resolver_address)
-    answers = await dnscheck.look_up(asker, expected(found, settings))
-    return rules.judge(expected(found, settings), answers, found.checks)
 
 
 @router.patch(
