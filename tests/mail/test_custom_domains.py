@@ -4,6 +4,7 @@ and replies are sent and DKIM-signed at the domain itself."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import smtplib
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from maskmail.config import Settings
 from maskmail.core.custom_domains import CHECKS
 from maskmail.core.dkim_keys import generate_key, txt_value
 from maskmail.mail.plane import mail_plane
+from maskmail.mail.socketmap import netstring
 from maskmail.store import accounts, custom_domains
 from maskmail.store.addresses import create_address, list_addresses
 from maskmail.store.engine import transaction
@@ -172,3 +174,47 @@ async def test_the_policy_service_answers_for_verified_domains(
         not_ours = await ask(policy_port, f"nobody@{pending}", SENDER)
     # The verified domain is maskmail's to answer for; the pending one is not (yet).
     assert unknown.startswith("550 5.1.1") and not_ours == "DUNNO"
+
+
+async def _socketmap(port: int, *requests: bytes) -> list[bytes]:
+    reader, writer = await asyncio.open_connection(HOST, port)
+    replies = []
+    try:
+        for one in requests:
+            writer.write(netstring(one))
+            await writer.drain()
+            size = await reader.readuntil(b":")
+            replies.append((await reader.readexactly(int(size[:-1]) + 1))[:-1])
+    finally:
+        writer.close()
+    return replies
+
+
+async def test_the_socketmap_finds_verified_domains_only(
+    settings: Settings, relay_engine: AsyncEngine
+) -> None:
+    _, _, verified = await _domain(relay_engine)
+    _, _, pending = await _domain(relay_engine, verified=False)
+    policy_port = free_port()
+    with_policy = settings.model_copy(update={"policy_port": policy_port})
+    async with mail_plane(with_policy, relay_engine, host=HOST, port=free_port()):
+        replies = await _socketmap(
+            policy_port,
+            f"domains {verified}".encode(),
+            f"domains someone@{verified.upper()}".encode(),
+            f"domains {pending}".encode(),
+            f"domains .{verified}".encode(),
+            f"domains {DOMAIN}".encode(),
+            b"other x",
+        )
+        # The policy protocol still works on the same port.
+        action = await ask(policy_port, f"nobody@{pending}", SENDER)
+    assert replies == [
+        f"OK {verified}".encode(),
+        f"OK {verified}".encode(),
+        b"NOTFOUND ",
+        b"NOTFOUND ",
+        b"NOTFOUND ",
+        b"PERM no such map",
+    ]
+    assert action == "DUNNO"
