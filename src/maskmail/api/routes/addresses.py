@@ -92,7 +92,7 @@ async def list_addresses(request: Request) -> Response:
 @router.post(
     "",
     response_model=PrivateEmail,
-    responses=errors_for(401, 403, 413, 429, 503),
+    responses=errors_for(401, 403, 413, 422, 429, 503),
     summary="Generate a new address",
     description=(
         "The new address is enabled, with zero counters. A JSON body may name its "

@@ -7,12 +7,12 @@ import asyncio
 import secrets
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from maskmail import dnscheck
-from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
+from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings, KeyHash, owner_of
 from maskmail.api.docs import DESCRIPTIONS, errors_for
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import StorableStr
@@ -21,6 +21,7 @@ from maskmail.core import custom_domains as rules
 from maskmail.core.custom_domains import CHECKS, CustomDomain
 from maskmail.core.dkim_keys import generate_key, txt_value
 from maskmail.store import custom_domains as store
+from maskmail.store.engine import transaction
 
 router = APIRouter(prefix="/v3/relay/domains", tags=["custom domains"])
 
@@ -154,12 +155,21 @@ async def read_domain(
     ),
 )
 async def check_domain(
-    domain_id: DomainId, owner: CurrentOwner, conn: Conn, settings: CurrentSettings
+    domain_id: DomainId, request: Request, key_hash: KeyHash, settings: CurrentSettings
 ) -> Response:
-    found = await store.get_domain(conn, owner.user_id, domain_id)
+    # No transaction stays open while DNS answers (seconds, at worst): on SQLite a
+    # writing one would hold the database's write lock all that time.
+    engine = request.app.state.engine
+    async with transaction(engine, readonly=True) as conn:
+        owner = await owner_of(request, key_hash, conn)
+        found = await store.get_domain(conn, owner.user_id, domain_id)
     checks = await dnscheck.checks_now(found, settings)
-    await store.record_check(conn, found.id, checks, warned=False if all(checks.values()) else None)
-    return json(domain_json(await store.get_domain(conn, owner.user_id, domain_id), settings))
+    async with transaction(engine) as conn:
+        await store.record_check(
+            conn, found.id, checks, warned=False if all(checks.values()) else None
+        )
+        changed = await store.get_domain(conn, owner.user_id, domain_id)
+    return json(domain_json(changed, settings))
 
 
 @router.patch(
