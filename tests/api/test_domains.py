@@ -260,3 +260,60 @@ async def test_addresses_on_a_verified_domain(
     assert gone.status_code == 204
     assert sorted(a["domain"] for a in after) == [DOMAIN, DOMAIN]
     assert await conn.scalar(select(func.count()).select_from(addresses)) == 2
+
+
+async def test_addy_and_simplelogin_offer_and_accept_verified_domains(
+    reconfigured: ClientFactory,
+    alice: Caller,
+    bob: Caller,
+    zone: dict[str, list[tuple[str, str]]],
+    dns_port: int,
+) -> None:
+    sl = {"Authentication": alice.key}
+    async with reconfigured(dns_resolver=f"127.0.0.1:{dns_port}") as client:
+        before = (await client.get("/api/v5/alias/options", headers=sl)).json()
+        await _add(client, alice, "pending.example")
+        await _verified(client, alice, "alice.example", zone)
+        options = (await client.get("/api/v1/domain-options", headers=alice.headers)).json()
+        addy = await client.post(
+            "/api/v1/aliases", json={"domain": "alice.example"}, headers=alice.headers
+        )
+        sl_options = (
+            await client.get("/api/v5/alias/options?hostname=shop.example", headers=sl)
+        ).json()
+        chosen = await client.post(
+            "/api/v3/alias/custom/new",
+            json={"alias_prefix": "Shop.News", "signed_suffix": "@alice.example", "note": "x"},
+            headers=sl,
+        )
+        again = await client.post(
+            "/api/v3/alias/custom/new",
+            json={"alias_prefix": "shop.news", "signed_suffix": "@alice.example"},
+            headers=sl,
+        )
+        pending = await client.post(
+            "/api/v3/alias/custom/new",
+            json={"alias_prefix": "a", "signed_suffix": "@pending.example"},
+            headers=sl,
+        )
+        theirs = await client.post(
+            "/api/v3/alias/custom/new",
+            json={"alias_prefix": "b", "signed_suffix": "@alice.example"},
+            headers={"Authentication": bob.key},
+        )
+    assert before["suffixes"] == [] and before["can_create"] is False
+    assert options["data"] == [DOMAIN, "alice.example"]
+    assert addy.status_code == 201 and addy.json()["data"]["email"].endswith("@alice.example")
+    assert sl_options["prefix_suggestion"] == "shop"
+    assert sl_options["suffixes"] == [
+        {
+            "suffix": "@alice.example",
+            "signed_suffix": "@alice.example",
+            "is_custom": True,
+            "is_premium": False,
+        }
+    ]
+    assert chosen.status_code == 201, chosen.text
+    assert chosen.json()["alias"] == "shop.news@alice.example" and chosen.json()["note"] == "x"
+    for refused in (again, pending, theirs):
+        assert refused.status_code == 422 and set(refused.json()) == {"error"}
