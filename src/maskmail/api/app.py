@@ -128,7 +128,13 @@ def create_app(
     app.include_router(subdomains.router)
     app.include_router(domains.router)
     web.install(app)
-    docs.install(app, patches=[compat_addy.document_domain(settings.domain)])
+    docs.install(
+        app,
+        patches=[
+            compat_addy.document_domain(settings.domain),
+            addresses.document_domain(settings.domain),
+        ],
+    )
     # Innermost: the two hottest routes skip routing, everything else still applies.
     app.add_middleware(
         HotRoutes,

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from maskmail.api import listing
 from maskmail.api.deps import Conn, CurrentOwner, get_key_hash, refuse_unknown_key
-from maskmail.api.docs import errors_for
+from maskmail.api.docs import SchemaPatch, errors_for
 from maskmail.api.memo import Memo
 from maskmail.api.routes.shared import (
     AddressId,
@@ -107,7 +107,13 @@ async def list_addresses(request: Request) -> Response:
                 "application/json": {
                     "schema": {
                         "type": "object",
-                        "properties": {"domain": {"type": ["string", "null"]}},
+                        "properties": {
+                            "domain": {
+                                "type": ["string", "null"],
+                                "description": "The relay's domain, the caller's subdomain "
+                                "or one of their verified custom domains.",
+                            }
+                        },
                     }
                 }
             },
@@ -192,3 +198,16 @@ async def put_address(
 async def delete_address(address_id: AddressId, owner: CurrentOwner, conn: Conn) -> Response:
     await store.delete_address(conn, owner.user_id, address_id)
     return Response(status_code=204)
+
+
+def document_domain(domain: str) -> SchemaPatch:
+    """An OpenAPI patch: the one ``domain`` every caller may name is the relay's (their
+    subdomain and custom domains are theirs alone, so no schema lists them)."""
+
+    def patch(schema: dict[str, Any]) -> None:
+        body = schema["paths"]["/v3/relay/addresses"]["post"]["requestBody"]
+        field = body["content"]["application/json"]["schema"]["properties"]["domain"]
+        field.pop("type")
+        field["anyOf"] = [{"type": "string", "enum": [domain, ""]}, {"type": "null"}]
+
+    return patch
