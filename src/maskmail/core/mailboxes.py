@@ -60,7 +60,7 @@ def at_relay_domain() -> InvalidAddress:
     return InvalidAddress("a mailbox cannot be at the relay's own domain", {"field": "email"})
 
 
-def _notice(*, to: str, sender: str, subject: str, when: float, text: str) -> bytes:
+def notice(*, to: str, sender: str, subject: str, when: float, text: str) -> bytes:
     """A message of ours to the owner, marked as sent by a machine."""
     message = EmailMessage()
     message["From"] = sender
@@ -75,7 +75,7 @@ def _notice(*, to: str, sender: str, subject: str, when: float, text: str) -> by
 
 def verification_message(*, to: str, sender: str, link: str, code: str, when: float) -> bytes:
     """The message that asks the owner of ``to`` to confirm it."""
-    return _notice(
+    return notice(
         to=to,
         sender=sender,
         subject="Confirm your mailbox for maskmail",
@@ -121,7 +121,7 @@ def senders(mailboxes: Sequence[Destination]) -> tuple[str, ...]:
 
 def pause_notice(*, to: str, sender: str, mailbox_id: int, when: float) -> bytes:
     """Tells the owner, at their default mailbox, that one of theirs stopped taking mail."""
-    return _notice(
+    return notice(
         to=to,
         sender=sender,
         subject="maskmail paused forwarding to one of your mailboxes",
@@ -136,7 +136,7 @@ def pause_notice(*, to: str, sender: str, mailbox_id: int, when: float) -> bytes
 def encryption_notice(*, to: str, sender: str, mailbox_id: int, reason: str, when: float) -> bytes:
     """Tells the owner, once, that forwards to a mailbox wait because its key failed.
     Nothing of the waiting mail is in it (it goes out unencrypted)."""
-    return _notice(
+    return notice(
         to=to,
         sender=sender,
         subject="maskmail cannot encrypt mail to one of your mailboxes",

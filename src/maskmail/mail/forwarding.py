@@ -16,7 +16,7 @@ from maskmail.core.errors import (
 )
 from maskmail.core.mailboxes import targets
 from maskmail.core.verdict import Action, Facts, decide
-from maskmail.mail import encryption, first_mail, rewrite
+from maskmail.mail import custom_domains, encryption, first_mail, rewrite
 from maskmail.mail.context import MailContext, envelope_sender, peer_ip
 from maskmail.mail.counting import count
 from maskmail.mail.dkim import Signer
@@ -35,14 +35,12 @@ def owner_is_relay(ctx: MailContext, owner_mailbox: str) -> bool:
 async def _find(
     ctx: MailContext, mailbox: Mailbox, sender: str | None = None
 ) -> mailflow.Recipient:
-    where = envelope.placed(mailbox, ctx.domains)
-    found = None
-    if where is not None:
-        domain, subdomain = where
-        async with ctx.drivers() as driver:
-            found = await mailflow.find_recipient(
-                driver, mailbox.local, domain, subdomain=subdomain, sender=sender
-            )
+    # Not at a relay domain: at a custom domain, which the recipient check let through.
+    domain, subdomain = envelope.placed(mailbox, ctx.domains) or (mailbox.domain, None)
+    async with ctx.drivers() as driver:
+        found = await mailflow.find_recipient(
+            driver, mailbox.local, domain, subdomain=subdomain, sender=sender
+        )
     if found is None:
         raise AddressNotFound("no such address")
     return found
@@ -55,10 +53,13 @@ async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) ->
         found = await _find(ctx, mailbox)
     except AddressNotFound:
         where = envelope.placed(mailbox, ctx.domains)
+        if where is None:
+            await first_mail.make_at_domain(ctx, mailbox, mail_from)
         # Subdomains are claimed under MASKMAIL_DOMAIN only, never under older domains.
-        if where is None or where[1] is None or where[0] != ctx.domain.lower():
+        elif where[1] is None or where[0] != ctx.domain.lower():
             raise
-        await first_mail.make(ctx, mailbox, where[0], where[1], mail_from)
+        else:
+            await first_mail.make(ctx, mailbox, where[0], where[1], mail_from)
         found = await _find(ctx, mailbox)
     if owner_is_relay(ctx, found.owner_mailbox):
         raise RelayDenied("forwarding would loop")
@@ -75,6 +76,7 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
     # Looked up again: the address may have been disabled or deleted since RCPT. The
     # reverse alias for replies comes with it when it was made before.
     found = await _find(ctx, mailbox, _replier(origin.reply_to))
+    sent_at = custom_domains.mail_domain(ctx, found.address)
     async with ctx.drivers() as driver:
         boxes = await mailflow.destinations(driver, found.address.user_id, found.address.id)
     owner_mailboxes = targets(boxes)
@@ -101,7 +103,7 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
         raise verdict.refusal(verdict.reason)
     if verdict.action is Action.FORWARD:
         reverse_alias = found.reverse_alias or await _reverse_alias(
-            ctx, found.address.id, origin.reply_to
+            ctx, found.address.id, origin.reply_to, sent_at
         )
         message = rewrite.rewrite(
             raw,
@@ -125,10 +127,11 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
         # Encrypted (where a mailbox has a key) before signing: the signature covers
         # what is sent.
         copies = await encryption.copies(ctx, message, fields, body, boxes, verdict.targets)
-        if ctx.signer is not None:
-            copies = await _signed(ctx.signer, copies)
+        signer = await custom_domains.signer_for(ctx, sent_at)
+        if signer is not None:
+            copies = await _signed(signer, copies)
         mailbox_ids = {box.email: box.id for box in boxes}
-        await _send(ctx, copies, found.address.id, mailbox_ids)
+        await _send(ctx, copies, found.address.id, mailbox_ids, sent_at)
     await count(ctx, found.address.id, verdict, sent=verdict.action is Action.FORWARD)
 
 
@@ -147,13 +150,15 @@ def _replier(reply_to: str) -> str | None:
     return reply_to if "@" in reply_to else None
 
 
-async def _reverse_alias(ctx: MailContext, address_id: int, reply_to: str) -> str | None:
+async def _reverse_alias(
+    ctx: MailContext, address_id: int, reply_to: str, domain: str
+) -> str | None:
     """The reverse alias replies should go to, made now if this is the sender's first."""
     sender = _replier(reply_to)
     if sender is None:
         return None
     async with ctx.drivers() as driver:
-        return await mailflow.reverse_alias(driver, address_id, sender, domain=ctx.domain)
+        return await mailflow.reverse_alias(driver, address_id, sender, domain=domain)
 
 
 async def _send(
@@ -161,6 +166,7 @@ async def _send(
     copies: dict[str, bytes],
     address_id: int,
     mailbox_ids: dict[str, int],
+    domain: str,
 ) -> None:
     """One copy to each mailbox. Once any copy is delivered the message is done (a retry
     would send the delivered ones twice); only when none is does the sender hear of it,
@@ -173,7 +179,7 @@ async def _send(
     failures: list[DeliveryDeferred | DeliveryRefused] = []
     for target, message in copies.items():
         mailbox_id = mailbox_ids.get(target) if several else None
-        sender = bounces.bounce_address(address_id, now, ctx.bounce_secret, ctx.domain, mailbox_id)
+        sender = bounces.bounce_address(address_id, now, ctx.bounce_secret, domain, mailbox_id)
         try:
             await ctx.outbound.deliver(message, sender=sender, recipient=target)
         except (DeliveryDeferred, DeliveryRefused) as exc:
