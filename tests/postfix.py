@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -84,6 +85,22 @@ def maskmail_settings(domain: str, smarthost_port: int) -> dict[str, str]:
     if not found:
         raise LookupError("docs/postfix.md sets no MASKMAIL_ variable")
     return dict(found)
+
+
+def maskmail_commands(maskmail_port: int, policy_port: int) -> list[list[str]]:
+    """The doc's ``maskmail`` command lines, in order, as arguments (without the program
+    name), the servers moved to this test's ports; the last one is ``up``."""
+    text = doc_block("maskmail behind Postfix")
+    text = _replace(text, "--smtp-port 2525", f"--smtp-port {maskmail_port}")
+    text = _replace(text, "--policy-port 10027", f"--policy-port {policy_port}")
+    commands = [
+        shlex.split(line, comments=True)[1:]
+        for line in text.splitlines()
+        if line.startswith("maskmail ")
+    ]
+    if not commands or commands[-1][:1] != ["up"]:
+        raise LookupError("docs/postfix.md no longer ends its maskmail block with 'maskmail up'")
+    return commands
 
 
 def _replace(text: str, old: str, new: str) -> str:

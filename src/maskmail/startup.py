@@ -8,6 +8,7 @@ operator's to fix, so it is explained rather than shown as a traceback.
 from __future__ import annotations
 
 import errno
+import os
 import secrets
 import socket
 from collections.abc import Iterator
@@ -97,13 +98,22 @@ def explain(exc: BaseException, settings: Settings) -> str | None:
                 f"cannot reach the PostgreSQL server at {url.host}:{url.port or 5432} "
                 f"({reason}); start it, or fix the host and port in MASKMAIL_DATABASE_URL"
             )
+        where = Path(url.database or "").parent
         if url.get_backend_name() == "sqlite" and (
-            isinstance(cause, OSError) or "unable to open database file" in str(cause)
+            _about(cause, where) or "unable to open database file" in str(cause)
         ):
-            where = Path(url.database or "").parent
             reason = getattr(cause, "strerror", None) or "cannot be opened"
             return (
                 f"cannot open the SQLite database in {where} ({reason}); make that "
                 "directory writable, or fix MASKMAIL_DATABASE_URL or MASKMAIL_DATA_DIR"
             )
     return None
+
+
+def _about(cause: BaseException, where: Path) -> bool:
+    """Whether ``cause`` is an OSError on a file in the database's directory: any other
+    (a busy port, say) is not the database's to explain."""
+    name = getattr(cause, "filename", None)
+    if not isinstance(cause, OSError) or not isinstance(name, str | bytes):
+        return False
+    return Path(os.fsdecode(name)).resolve().is_relative_to(where.resolve())

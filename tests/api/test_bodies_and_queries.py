@@ -174,3 +174,30 @@ async def test_a_body_that_is_not_json_is_a_422_that_says_so(
     assert response.status_code == 422
     assert "JSON" in response.json()["message"]
     assert (await client.get(f"{BASE}/{made['id']}", headers=alice.headers)).json()["enabled"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("{one}/contacts", b'{"email": "shop@example.net"}', "reverse_alias"),
+        ("/api/v1/aliases", b'{"description": "by curl"}', "data"),
+        ("/api/alias/random/new", b'{"note": "by curl"}', "alias"),
+    ],
+)
+async def test_every_route_reads_a_form_labelled_body_as_json(
+    client: httpx.AsyncClient, alice: Caller, path: str, body: bytes, field: str
+) -> None:
+    """``curl -d`` on the routes that take a body besides the address's own."""
+    made = (await client.post(BASE, headers=alice.headers)).json()
+    headers = {
+        **alice.headers,
+        "Authentication": alice.key,
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    url = path.format(one=f"{BASE}/{made['id']}")
+    response = await client.post(url, headers=headers, content=body)
+    assert response.status_code in (200, 201), response.text
+    assert field in response.json()
+    listed = (await client.get(BASE, headers=alice.headers)).json()
+    if b"description" in body or b"note" in body:
+        assert "by curl" in [a["description"] for a in listed]

@@ -12,7 +12,13 @@ import pytest
 
 from maskmail.mail.dkim import generate_key, txt_value
 from tests.dns_server import running_dns
-from tests.postfix import Ports, maskmail_settings, rspamd_files, running_postfix
+from tests.postfix import (
+    Ports,
+    maskmail_commands,
+    maskmail_settings,
+    rspamd_files,
+    running_postfix,
+)
 from tests.rspamd import running_rspamd
 from tests.sink import HOST, Sink
 from tests.support import BACKENDS, free_port, fresh_database, run_cli, running, wait_for_port
@@ -65,6 +71,9 @@ ZONE = {
     # A domain whose mail never comes from here, and which asks for rejection.
     "strict.example": [("TXT", '"v=spf1 ip4:192.0.2.1 -all"')],
     "_dmarc.strict.example": [("TXT", '"v=DMARC1; p=reject"')],
+    # A domain whose mail never comes from here, and which asks for quarantine.
+    "lax.example": [("TXT", '"v=spf1 ip4:192.0.2.1 -all"')],
+    "_dmarc.lax.example": [("TXT", '"v=DMARC1; p=quarantine"')],
     # A domain whose mail never comes from here, with no DMARC policy.
     "far.example": [("TXT", '"v=spf1 ip4:192.0.2.1 -all"')],
 }
@@ -95,6 +104,8 @@ class BehindPostfix:
     api: httpx.Client  # the owner's API client
     ports: Ports
     log: Path  # Postfix's log
+    # What the doc's commands before ``maskmail up`` printed (the DKIM record).
+    printed: list[str]
 
 
 @contextmanager
@@ -125,12 +136,17 @@ def behind_postfix(
         **maskmail_settings(domain, ports.smarthost),
         **(env or {}),
     }
-    up = (
-        *("up", "--api-port", str(api_port), "--smtp-port", str(ports.maskmail)),
-        *("--policy-port", str(ports.policy)),
-    )
+    # The doc's commands as it prints them (a DKIM key, then ``up``), on this test's ports.
+    *before, up = maskmail_commands(ports.maskmail, ports.policy)
+    printed = []
+    for command in before:
+        result = run_cli(settings, *command)
+        assert result.returncode == 0, result.stderr
+        printed.append(result.stdout)
     with (
-        running(settings, *up, port=api_port, log=deployment.tmp / "up.log"),
+        running(
+            settings, *up, "--api-port", str(api_port), port=api_port, log=deployment.tmp / "up.log"
+        ),
         running_postfix(
             domain=domain,
             owners_domain=owners_domain,
@@ -144,7 +160,7 @@ def behind_postfix(
         with httpx.Client(
             base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
         ) as api:
-            yield BehindPostfix(api=api, ports=ports, log=log)
+            yield BehindPostfix(api=api, ports=ports, log=log, printed=printed)
 
 
 OWNERS_DOMAIN = "owners.example"  # the users' own mail provider, reached through the sink

@@ -25,7 +25,7 @@ def _run(tmp: Path, *args: str, **settings: str) -> str:
         **{f"MASKMAIL_{name.upper()}": value for name, value in settings.items()},
     }
     result = subprocess.run(
-        maskmail_cmd(*args), env=env, capture_output=True, text=True, timeout=60, check=False
+        maskmail_cmd(*args), env=env, capture_output=True, text=True, timeout=180, check=False
     )
     return _one_line_error(result)
 
@@ -66,13 +66,19 @@ def busy_port() -> Iterator[int]:
         (("up", "--api-port", "{free}", "--smtp-port", "{busy}"), "--smtp-port"),
         (("serve", "--port", "{busy}"), "--port"),
         (("smtp", "--port", "{busy}"), "--port"),
+        (
+            ("up", "--api-port", "{free}", "--smtp-port", "{free}", "--policy-port", "{busy}"),
+            "--policy-port",
+        ),
+        (("smtp", "--port", "{free}", "--policy-port", "{busy}"), "--policy-port"),
     ],
-    ids=["up-api", "up-smtp", "serve", "smtp"],
+    ids=["up-api", "up-smtp", "serve", "smtp", "up-policy", "smtp-policy"],
 )
 def test_a_busy_port(tmp_path: Path, busy_port: int, args: tuple[str, ...], option: str) -> None:
     filled = [a.format(busy=busy_port, free=free_port()) for a in args]
     line = _run(tmp_path, *filled)
     assert f"127.0.0.1:{busy_port}" in line and "already in use" in line and option in line
+    assert "SQLite" not in line
 
 
 def test_an_unwritable_data_directory(tmp_path: Path) -> None:

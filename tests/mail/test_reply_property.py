@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import quopri
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -43,6 +44,7 @@ _NAMES = [
     "Comments",
     "Keywords",
     "Thread-Topic",
+    "Content-Disposition",
 ]
 _IDS = {"Message-ID", "In-Reply-To", "References", "Content-ID"}
 
@@ -72,7 +74,22 @@ def _field(draw: st.DrawFn) -> str:
         value = _encoded_words(address, cut, "\r\n " if how == "split-folded" else " ")
     if name in _IDS:
         value = f"<{address}>" if how == "plain" else f"<x@example.org> {value}"
+    if name == "Content-Disposition":
+        value = draw(st.sampled_from(_params(address, value)))
     return f"{name}: {value}\r\n"
+
+
+def _params(address: str, value: str) -> list[str]:
+    """A file name holding the address: quoted, in RFC 2231's encoded and continued forms
+    (split inside the address), or as the encoded words of ``value``."""
+    encoded = quote(f"{address}.vcf".encode(), safe="")
+    cut = max(1, len(address) // 2)
+    return [
+        f'attachment; filename="{address}.vcf"',
+        f"attachment; filename*=utf-8''{encoded}",
+        f'attachment; filename*0="{address[:cut]}"; filename*1="{address[cut:]}.vcf"',
+        f'attachment; filename="{value}"',
+    ]
 
 
 @dataclass

@@ -22,6 +22,7 @@ from maskmail.mail.policy_protocol import (
     answer,
     read_request,
 )
+from maskmail.startup import listen_failure
 
 log = logging.getLogger(__name__)
 
@@ -119,4 +120,7 @@ async def start_policy(
 ) -> asyncio.Server:
     """Listen for Postfix's ``check_policy_service inet:host:port``."""
     server = PolicyServer(ctx, idle_timeout=idle_timeout)
-    return await asyncio.start_server(server.serve, host=host, port=port, limit=MAX_LINE)
+    try:
+        return await asyncio.start_server(server.serve, host=host, port=port, limit=MAX_LINE)
+    except OSError as exc:
+        raise listen_failure(exc, host, port, "the policy service", "--policy-port") from exc

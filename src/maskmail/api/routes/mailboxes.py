@@ -59,7 +59,7 @@ class MailboxUpdate(BaseModel):
 class CodeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    code: str = Field(max_length=16, description="The 6-digit code from the message.")
+    code: StorableStr = Field(max_length=16, description="The 6-digit code from the message.")
 
 
 class MailboxChoice(BaseModel):
