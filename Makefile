@@ -37,5 +37,6 @@ typecheck:
 pytest:
 	.venv/bin/pytest
 
+# Two workers, and a few examples per property test; `make test` runs every example in one process.
 fast-tests:
-	.venv/bin/pytest -m "not slow" -q -x
+	.venv/bin/pytest -m "not slow" -q -x -n 2 --hypothesis-profile=check

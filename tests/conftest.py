@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import upgrade
+from tests import profiles  # noqa: F401  (registers the check profile before it is loaded)
 from tests.sink import Sink
 from tests.support import BACKENDS, free_port, fresh_database
 

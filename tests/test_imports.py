@@ -7,6 +7,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+# A fresh interpreter imports every module.
+pytestmark = pytest.mark.slow
+
 # Run in a fresh interpreter: this test process has long since configured and imported.
 PROBE = """
 import gc, importlib, json, logging, pkgutil, threading

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from maskmail.api import listing
 from tests.api.conftest import BASE, Caller
+from tests.profiles import examples
 
 pytestmark = pytest.mark.anyio
 
@@ -179,7 +180,7 @@ async def test_forwarded_headers_from_a_trusted_proxy(
     assert response.json()["next"].startswith(f"http://testserver{BASE}?")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=list(HealthCheck))
 @given(query=st.dictionaries(st.sampled_from(["page", "size", "paging", "x", "page[]"]), st.text()))
 async def test_no_query_string_makes_the_list_fail(
     client: httpx.AsyncClient, alice: Caller, query: dict[str, str]

@@ -153,6 +153,7 @@ def test_other_addresses_are_not_refused(text: str) -> None:
     assert text in _parsed(out).get_content()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nested", [False, True])
 def test_thousands_of_distinct_fields_take_linear_time(nested: bool) -> None:
     """Deleting fields name by name was quadratic: 20,000 names took over a minute."""

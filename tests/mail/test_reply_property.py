@@ -16,6 +16,7 @@ from maskmail.core.errors import Unrewritable
 from maskmail.mail.reply_rewrite import rewrite_reply
 from tests.mail.leaks import visible
 from tests.mail.test_reply_rewrite import OWNER, REPLY
+from tests.profiles import examples
 
 # The owner's address as a client or a hand may write it.
 _FORMS = [
@@ -146,7 +147,7 @@ def _render(part: _Part, depth: int = 0) -> bytes:
     return f"{head}\r\n".encode() + data.replace(b"\n", b"\r\n") + b"\r\n"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_tree)
 def test_no_message_shape_lets_the_address_out(tree: _Part) -> None:
     raw = f"From: {OWNER}\r\nMIME-Version: 1.0\r\n".encode() + _render(tree)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from maskmail.core.errors import Unrewritable
 from maskmail.mail.reply_rewrite import Reply, Scrubber, rewrite_reply
 from tests.mail.leaks import visible
+from tests.profiles import examples
 
 OWNER = "alice@example.com"
 RELAY = "k3x9q2mz@relay.test"
@@ -181,7 +182,7 @@ _pieces = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_pieces | st.text(max_size=20), max_size=30))
 def test_any_input_is_scrubbed_or_refused(pieces: list[str]) -> None:
     raw = "".join(pieces).encode("utf-8", "surrogateescape")

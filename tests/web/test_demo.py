@@ -7,8 +7,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support import free_port, running
+
+# Starts `maskmail up` as a real process.
+pytestmark = pytest.mark.slow
 
 
 def test_demo_prints_a_password_that_signs_in(tmp_path: Path) -> None:

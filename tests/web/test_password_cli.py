@@ -6,11 +6,16 @@ import asyncio
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from maskmail.core import passwords
 from maskmail.store import sessions
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.migrate import upgrade
 from tests.support import run_cli
+
+# Four runs of the real `maskmail` command.
+pytestmark = pytest.mark.slow
 
 
 def _stored(url: str, email: str) -> str | None:
