@@ -31,6 +31,7 @@ from bench.procs import TICKS, cpu_seconds
 from bench.report import machine
 
 REDIS = "redis://127.0.0.1:6379/0"
+CORES = os.cpu_count() or 1
 
 
 def busy_and_total() -> tuple[float, float]:
@@ -138,13 +139,19 @@ def run_scale_out(counts: list[int], load: Load, reps: int, work: Path) -> list[
     return table(results)
 
 
+def _ms_per_request(share: float, sample: Sample) -> float:
+    """CPU milliseconds per request from a share of the whole machine."""
+    return share * CORES * 1000 / sample.figures.rps if sample.figures.rps else 0.0
+
+
 def table(results: dict[tuple[str, int], list[Sample]]) -> list[str]:
-    """Markdown rows; CPU shares are of the whole machine (all cores = 100 %); "rest" is
-    Redis, the kernel's share not charged to a process, and other work on the machine."""
+    """Markdown rows, medians over the rounds. CPU shares are of the whole machine (all
+    cores = 100 %); "rest" is Redis, the kernel's share not charged to a process, and
+    other work on the machine."""
     rows = [
-        "| endpoint | processes | req/s | x 1 process | p50 ms | p99 ms | errors"
-        " | machine busy | maskmail CPU | PostgreSQL CPU | wrk CPU | rest |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| endpoint | processes | req/s | x 1 process | p99 ms | errors | machine busy"
+        " | maskmail | PostgreSQL | wrk | rest | maskmail CPU ms/req | PostgreSQL CPU ms/req |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (endpoint, n), samples in results.items():
         one = results[(endpoint, min(k for e, k in results if e == endpoint))]
@@ -155,10 +162,11 @@ def table(results: dict[tuple[str, int], list[Sample]]) -> list[str]:
         load = median(s.wrk for s in samples)
         rows.append(
             f"| {endpoint} | {n} | {median(s.figures.rps for s in samples):,.0f} "
-            f"| {median(ratios):.2f} | {median(s.figures.p50_ms for s in samples):.2f} "
-            f"| {median(s.figures.p99_ms for s in samples):.2f} "
+            f"| {median(ratios):.2f} | {median(s.figures.p99_ms for s in samples):.0f} "
             f"| {sum(s.figures.errors for s in samples)} | {busy:.0%} | {mine:.0%} | {pg:.0%} "
-            f"| {load:.0%} | {max(busy - mine - pg - load, 0):.0%} |"
+            f"| {load:.0%} | {max(busy - mine - pg - load, 0):.0%} "
+            f"| {median(_ms_per_request(s.maskmail, s) for s in samples):.2f} "
+            f"| {median(_ms_per_request(s.postgres, s) for s in samples):.2f} |"
         )
     return rows
 
@@ -174,7 +182,7 @@ def main(argv: list[str]) -> int:
     load = Load(duration=args.duration, connections=args.connections)
     with tempfile.TemporaryDirectory(prefix="maskmail-scale-out-") as tmp:
         rows = run_scale_out(counts, load, args.reps, Path(tmp))
-    print(f"{machine()}; {os.cpu_count()} cores seen\n")
+    print(f"{machine()}; {CORES} cores seen\n")
     print("\n".join(rows))
     return 0
 
