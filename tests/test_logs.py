@@ -8,8 +8,10 @@ import logging
 import sys
 
 import pytest
+from pydantic import ValidationError
 
 from maskmail import logs
+from maskmail.config import Settings
 
 KEY = "mm_live_" + "A1b2-C3_d4" * 4
 
@@ -101,3 +103,28 @@ def test_configure_holds_chatty_libraries_above_debug(
         root.handlers[:] = handlers
         root.setLevel(level)
         logging.captureWarnings(False)
+
+
+def test_level_is_info_unless_maskmail_log_level_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("MASKMAIL_LOG_LEVEL", raising=False)
+    assert Settings().log_level == "info"
+    monkeypatch.setenv("MASKMAIL_LOG_LEVEL", " WARNING ")
+    settings = Settings()
+    monkeypatch.setenv("MASKMAIL_LOG_LEVEL", "loud")
+    with pytest.raises(ValidationError):
+        Settings()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        logs.configure(level=settings.log_level, fmt="json", relay_domain="relay.test")
+        logging.getLogger("maskmail.x").info("not at warning")
+        logging.getLogger("uvicorn.error").info("nor uvicorn's")
+        logging.getLogger("maskmail.x").warning("shown at warning")
+        lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        logging.captureWarnings(False)
+    assert [(line["level"], line["event"]) for line in lines] == [("warning", "shown at warning")]

@@ -56,6 +56,19 @@ async def test_requests_are_counted_by_template_and_status(database_url: str) ->
     assert "maskmail_db_pool_checked_out" in scraped.text
 
 
+async def test_a_forwarded_header_does_not_open_metrics(database_url: str) -> None:
+    """Only the connecting peer counts: a trusted proxy (or anyone) naming an allowed
+    address in X-Forwarded-For is refused, and a loopback peer is served whatever it names."""
+    settings = {"trusted_proxies": "203.0.113.9"}
+    forwarded = {"X-Forwarded-For": "127.0.0.1", "Forwarded": "for=127.0.0.1"}
+    async with client_from(database_url, "203.0.113.9", **settings) as client:
+        proxied = await client.get("/metrics", headers=forwarded)
+    async with client_from(database_url, "127.0.0.1", **settings) as client:
+        local = await client.get("/metrics", headers={"X-Forwarded-For": "203.0.113.7"})
+    assert proxied.status_code == 403 and "maskmail_" not in proxied.text
+    assert local.status_code == 200 and "maskmail_http_request" in local.text
+
+
 @pytest.mark.parametrize(
     ("peer", "allow", "status"),
     [

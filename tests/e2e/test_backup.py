@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import re
 import sqlite3
+import subprocess
 import threading
 import time
 from contextlib import closing
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 from tests.e2e.conftest import Deployment
 from tests.sink import HOST
-from tests.support import free_port, run_cli, running
+from tests.support import free_port, fresh_database, run_cli, running
 
 pytestmark = pytest.mark.slow
 TABLES = ("users", "api_keys", "addresses", "tombstones", "alembic_version")
+OPERATIONS = Path(__file__).parents[2] / "docs" / "operations.md"
 
 
 def dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
@@ -111,3 +118,74 @@ def test_user_commands(deployment: Deployment) -> None:
     if "postgresql" in deployment.env["MASKMAIL_DATABASE_URL"]:
         refused = run_cli(deployment.env, "backup", str(deployment.tmp / "b.db"))
         assert refused.returncode == 1 and "pg_dump" in refused.stderr
+
+
+def pg_dump_commands(tmp: Path, database: str) -> str:
+    """The shell blocks of docs/operations.md's PostgreSQL backup section, pointed at
+    ``database`` and ``tmp`` (and the test server's own role) instead of the doc's."""
+    section = OPERATIONS.read_text().split("### PostgreSQL", 1)[1].split("\n## ", 1)[0]
+    script = "\n".join(re.findall(r"```sh\n(.*?)```", section, re.S))
+    assert "pg_dump" in script and "pg_restore" in script
+    for old, new in (
+        ("/var/backups/maskmail/", f"{tmp}/"),
+        ("$(date +%F)", "nightly"),
+        ("2026-11-24", "nightly"),
+        ("--owner=maskmail", "--owner=postgres"),
+        ("--role=maskmail", "--role=postgres"),
+    ):
+        assert old in script, old
+        script = script.replace(old, new)
+    # What is left of the name is the database's: `pg_dump ... maskmail`, `--dbname=maskmail`.
+    return re.sub(r"(?<![\w/.-])maskmail(?![\w.-])", database, script)
+
+
+async def pg_rows(url: str) -> dict[str, list[tuple[object, ...]]]:
+    conn = await asyncpg.connect(url.replace("+asyncpg", ""))
+    try:
+        names = await conn.fetch(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename"
+        )
+        return {
+            row["tablename"]: sorted(
+                tuple(r) for r in await conn.fetch(f'SELECT * FROM "{row["tablename"]}"')
+            )
+            for row in names
+        }
+    finally:
+        await conn.close()
+
+
+def test_pg_dump_and_pg_restore_as_the_doc_shows(tmp_path: Path) -> None:
+    with fresh_database("postgres", tmp_path) as url:
+        env = {"MASKMAIL_DATABASE_URL": url, "MASKMAIL_DATA_DIR": str(tmp_path / "var")}
+        assert run_cli(env, "db", "upgrade").returncode == 0
+        assert run_cli(env, "user", "add", "pg@example.com").returncode == 0
+        key = run_cli(env, "key", "create", "pg@example.com").stdout.strip()
+        port = free_port()
+        with running(env, "serve", "--port", str(port), port=port, log=tmp_path / "serve.log"):
+            for _ in range(5):
+                made = httpx.post(
+                    f"http://{HOST}:{port}/v3/relay/addresses",
+                    headers={"Authorization": f"Bearer {key}"},
+                )
+                assert made.status_code == 200, made.text
+        before = asyncio.run(pg_rows(url))
+        target = make_url(url)
+        assert target.database
+        script = pg_dump_commands(tmp_path, target.database)
+        pg_env = {
+            **os.environ,
+            "PGHOST": target.host or "127.0.0.1",
+            "PGPORT": str(target.port or 5432),
+            "PGUSER": target.username or "postgres",
+        }
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", script],
+            env=pg_env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert (tmp_path / "maskmail-nightly.dump").stat().st_size > 0
+        after = asyncio.run(pg_rows(url))
+        assert len(before["addresses"]) == 5 and after == before
+        listed = run_cli(env, "user", "list")
+    assert listed.stdout == "pg@example.com\t5\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import smtplib
 from collections import Counter
 from email import message_from_bytes, policy
@@ -17,6 +18,7 @@ from tests.support import free_port, running, wait_for_port
 
 pytestmark = pytest.mark.slow
 OWNER = "Owner.Secret@Example.com"
+SECOND = "Second.Hidden@Example.org"  # the owner's other mailbox
 BODY = "body-marker-7f3a9c"
 
 
@@ -44,6 +46,22 @@ def test_debug_json_logs_name_no_owner_key_or_body(deployment: Deployment, sink:
         with httpx.Client(base_url=f"http://{HOST}:{api_port}", headers=headers) as api:
             created = api.post("/v3/relay/addresses", json={"description": "shop"}).json()
             assert api.get("/v3/relay/addresses").status_code == 200
+            # A second mailbox, verified by the code mailed to it, and the address
+            # forwarding to both: every line is scanned for either.
+            second = api.post("/v3/relay/mailboxes", json={"email": SECOND}).json()
+            [mailed] = sink.messages
+            text = message_from_bytes(mailed.data, policy=policy.default)
+            body = text.get_body(("plain",))
+            assert body is not None
+            [code] = re.findall(r"code: (\S+)", body.get_content())
+            verify = api.post(f"/v3/relay/mailboxes/{second['id']}/verify", json={"code": code})
+            assert verify.status_code == 200, verify.text
+            boxes = [m["id"] for m in api.get("/v3/relay/mailboxes").json()]
+            chosen = api.put(
+                f"/v3/relay/addresses/{created['id']}/mailboxes", json={"mailbox_ids": boxes}
+            )
+            assert chosen.status_code == 200 and len(boxes) == 2, chosen.text
+            verification = len(sink.messages)
             assert api.get(f"/v3/relay/addresses/{key}").status_code in {404, 422}
             address = created["full_address"]
             with smtplib.SMTP(HOST, smtp_port, timeout=30) as client:
@@ -57,7 +75,10 @@ def test_debug_json_logs_name_no_owner_key_or_body(deployment: Deployment, sink:
                         "bob@example.net", [address], message("bob@example.net", address, 2)
                     )
                 sink.handler.reply = None
-            [forward] = sink.messages
+            forwards = sink.messages[verification:]
+            rcpts = sorted(r.lower() for m in forwards for r in m.rcpt_tos)
+            assert rcpts == sorted([OWNER.lower(), SECOND.lower()])
+            forward = forwards[0]
             alias = str(message_from_bytes(forward.data, policy=policy.default)["Reply-To"])
             # The owner's reply, whose envelope sender is the owner's mailbox: whether it
             # is relayed is not this test's concern, its logs are.
@@ -73,8 +94,11 @@ def test_debug_json_logs_name_no_owner_key_or_body(deployment: Deployment, sink:
     for line, fields in zip(lines, parsed, strict=True):
         assert {"time", "level", "event"} <= fields.keys(), line
         lowered = line.lower()
-        assert OWNER.lower() not in lowered and key not in line and BODY not in line, line
+        assert OWNER.lower() not in lowered and SECOND.lower() not in lowered, line
+        assert key not in line and BODY not in line and code not in line, line
     assert any(f["level"] == "debug" for f in parsed)  # debug really was on
+    # uvicorn's lines, server and access alike, are JSON lines like maskmail's own.
+    assert {"uvicorn.error", "uvicorn.access"} <= {f["logger"] for f in parsed}
     # The refused message's lines (the smarthost's answer, then the forward's) share an id.
     per_message = Counter(f["message_id"] for f in parsed if "message_id" in f)
     assert per_message and max(per_message.values()) >= 2, parsed

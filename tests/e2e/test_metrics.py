@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.conftest import Deployment
 from tests.sink import HOST, Sink
 from tests.support import free_port, running, wait_for_port
+from tests.test_operations_doc import queries, unknown
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,8 @@ def test_mail_outcomes_and_smarthost_latency(deployment: Deployment, sink: Sink)
             sink.handler.reply = None
             api.patch(f"/v3/relay/addresses/{created['id']}", json={"enabled": False})
             client.sendmail("a@example.net", [address], note(address, 4))
-            scraped = samples(httpx.get(f"http://{HOST}:{api_port}/metrics").text)
+            text = httpx.get(f"http://{HOST}:{api_port}/metrics").text
+    scraped = samples(text)
     outcomes = {
         dict(labels)["outcome"]: value
         for (name, labels), value in scraped.items()
@@ -62,6 +64,13 @@ def test_mail_outcomes_and_smarthost_latency(deployment: Deployment, sink: Sink)
     }
     assert latency == {"accepted": 1, "refused": 1, "deferred": 1}
     assert scraped[("maskmail_db_pool_size", (("plane", "mail"),))] > 0
+    # Every metric and label the dashboard and the alert rules in docs/operations.md
+    # query is in what this process serves.
+    series: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            series.setdefault(sample.name, set()).update(sample.labels)
+    assert not unknown(queries(), series)
 
 
 def test_workers_are_summed_in_one_scrape(deployment: Deployment) -> None:

@@ -9,12 +9,14 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
-from maskmail.core.errors import AddressTaken, UserNotFound
-from maskmail.store import accounts, sessions, subdomains
+from maskmail.core.errors import AddressTaken, InvalidAddress, UserNotFound
+from maskmail.core.mailboxes import new_proof
+from maskmail.store import accounts, mailboxes, sessions, subdomains
 from maskmail.store import addresses as store
 from maskmail.store.driver import driver_of
 from maskmail.store.mailflow import reverse_alias
 from maskmail.store.tables import (
+    address_mailboxes,
     addresses,
     api_keys,
     daily_activity,
@@ -22,6 +24,8 @@ from maskmail.store.tables import (
     tombstones,
     web_sessions,
 )
+from maskmail.store.tables import mailboxes as mailbox_rows
+from maskmail.store.tables import subdomains as subdomain_rows
 from maskmail.store.users_admin import delete_user, export_user, list_users
 from tests.core.test_addresses import pinned
 
@@ -49,15 +53,23 @@ async def test_export_holds_addresses_counters_contacts_settings_not_keys(
 ) -> None:
     user_id = await _account(conn, "cat@example.com", "cccccc")
     await accounts.set_show_name(conn, "cat@example.com", True)
+    await subdomains.claim(conn, user_id, "catsub", domain=DOMAIN)
+    await mailboxes.add_mailbox(conn, user_id, "cat.work@example.org", new_proof(), limit=5)
     [address] = await store.list_addresses(conn, user_id)
     source = await driver_of(conn)
     alias = await reverse_alias(source, address.id, "shop@example.net", domain=DOMAIN)
     await store.count_mail(source, address.id, ["num_forwarded"])
     exported = await export_user(conn, "CAT@example.com")
     assert exported["email"] == "cat@example.com"
-    assert exported["settings"] == {"show_name": True}
-    [one] = exported["mailboxes"]
+    assert exported["settings"] == {"show_name": True, "use_relay_subdomain": False}
+    assert exported["subdomain"]["name"] == "catsub" and exported["subdomain"]["catch_all"]
+    one, work = exported["mailboxes"]
     assert (one["email"], one["verified"], one["default"]) == ("cat@example.com", True, True)
+    assert (work["email"], work["verified"], work["default"]) == (
+        "cat.work@example.org",
+        False,
+        False,
+    )
     [row] = exported["addresses"]
     assert row["full_address"] == f"cccccc@{DOMAIN}" and row["num_forwarded"] == 1
     assert exported["contacts"] == [
@@ -78,20 +90,31 @@ async def test_delete_removes_everything_and_keeps_every_address_out_of_reach(
     conn: AsyncConnection,
 ) -> None:
     user_id = await _account(conn, "dan@example.com", "dddddd", "eeeeee")
-    [first, second] = await store.list_addresses(conn, user_id)
+    await subdomains.claim(conn, user_id, "dansub", domain=DOMAIN)
+    on_sub = await store.create_address(
+        conn, user_id, domain=DOMAIN, length=6, place=store.Place.SUBDOMAIN, local="ffffff"
+    )
+    proof = new_proof()
+    box = await mailboxes.add_mailbox(conn, user_id, "dan.b@example.org", proof, limit=5)
+    await mailboxes.verify_by_token(conn, proof.token_hash)
+    await mailboxes.set_address_mailboxes(conn, user_id, on_sub.id, [box.id])
+    [first, second, _] = await store.list_addresses(conn, user_id)
     await reverse_alias(await driver_of(conn), first.id, "x@example.net", domain=DOMAIN)
     await store.count_mail(await driver_of(conn), first.id, ["num_forwarded"])
     await sessions.start_session(conn, user_id, "d" * 64, lifetime=3600)
     # A tombstone lost (written before tombstones existed, say) is written again.
-    await conn.execute(
-        tombstones.delete().where(
-            tombstones.c.hash == rules.tombstone(rules.full_address("dddddd", DOMAIN))
-        )
-    )
-    assert await delete_user(conn, "dan@example.com") == 2
-    theirs = (first.id, second.id)
+    lost = [
+        rules.tombstone(rules.full_address("dddddd", DOMAIN)),
+        rules.tombstone(rules.full_address("ffffff", DOMAIN, "dansub")),
+    ]
+    await conn.execute(tombstones.delete().where(tombstones.c.hash.in_(lost)))
+    assert await delete_user(conn, "dan@example.com") == 3
+    theirs = (first.id, second.id, on_sub.id)
     for table, where in (
         (addresses, addresses.c.user_id == user_id),
+        (mailbox_rows, mailbox_rows.c.user_id == user_id),
+        (subdomain_rows, subdomain_rows.c.user_id == user_id),
+        (address_mailboxes, address_mailboxes.c.address_id.in_(theirs)),
         (api_keys, api_keys.c.user_id == user_id),
         (web_sessions, web_sessions.c.user_id == user_id),
         # Other tests' committed rows may be there: only this user's must be gone.
@@ -105,6 +128,11 @@ async def test_delete_removes_everything_and_keeps_every_address_out_of_reach(
             await store.create_address(
                 conn, other, domain=DOMAIN, length=6, choose=pinned(*[local] * 200)
             )
+    kept = select(func.count()).select_from(tombstones).where(tombstones.c.hash.in_(lost))
+    assert await conn.scalar(kept) == 2
+    # The subdomain's name stays taken, so its addresses can never be handed out again.
+    with pytest.raises(InvalidAddress, match="taken or was used before"):
+        await subdomains.claim(conn, other, "dansub", domain=DOMAIN)
     with pytest.raises(UserNotFound):
         await delete_user(conn, "dan@example.com")
 

@@ -11,16 +11,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.core import addresses as rules
 from maskmail.core.errors import UserNotFound
 from maskmail.store import mailboxes, tombstones
+from maskmail.store import subdomains as relay_subdomains
 from maskmail.store.accounts import user_id_for_email
 from maskmail.store.addresses import list_addresses
 from maskmail.store.tables import (
+    address_mailboxes,
     addresses,
     api_keys,
     bounces,
     daily_activity,
     reverse_aliases,
+    subdomains,
     users,
     web_sessions,
+)
+from maskmail.store.tables import (
+    mailboxes as mailbox_rows,
 )
 
 
@@ -44,15 +50,18 @@ async def list_users(conn: AsyncConnection) -> list[UserSummary]:
 
 
 async def export_user(conn: AsyncConnection, email: str) -> dict[str, Any]:
-    """Everything kept about one user, as JSON-ready values: settings, mailboxes, addresses with
-    their counters, contacts (the outside senders behind reverse aliases), and when each
-    API key was made or revoked (never the key or its hash)."""
+    """Everything kept about one user, as JSON-ready values: settings, mailboxes, their
+    subdomain, addresses with their counters, contacts (the outside senders behind reverse
+    aliases), and when each API key was made or revoked (never the key or its hash)."""
     user_id = await user_id_for_email(conn, email)
     user = (
         await conn.execute(
-            select(users.c.email, users.c.created_time, users.c.show_name).where(
-                users.c.id == user_id
-            )
+            select(
+                users.c.email,
+                users.c.created_time,
+                users.c.show_name,
+                users.c.use_relay_subdomain,
+            ).where(users.c.id == user_id)
         )
     ).one()
     owned = await list_addresses(conn, user_id)
@@ -80,8 +89,18 @@ async def export_user(conn: AsyncConnection, email: str) -> dict[str, Any]:
     return {
         "email": user.email,
         "created_time": user.created_time,
-        "settings": {"show_name": bool(user.show_name)},
+        "settings": {
+            "show_name": bool(user.show_name),
+            "use_relay_subdomain": bool(user.use_relay_subdomain),
+        },
         "mailboxes": [m.json() for m in await mailboxes.list_mailboxes(conn, user_id)],
+        "subdomain": next(
+            (
+                {"name": s.subdomain, "catch_all": s.catch_all, "created_time": s.created_time}
+                for s in await relay_subdomains.list_subdomains(conn, user_id)
+            ),
+            None,
+        ),
         "addresses": [
             {**asdict(address), "full_address": address.full_address} for address in owned
         ],
@@ -101,9 +120,9 @@ async def export_user(conn: AsyncConnection, email: str) -> dict[str, Any]:
 
 
 async def delete_user(conn: AsyncConnection, email: str) -> int:
-    """Remove the user, their keys, dashboard sessions, addresses with their contacts,
-    bounces and daily counts; return how many addresses went. Every address keeps its
-    tombstone, so none is handed out again."""
+    """Remove the user, their keys, dashboard sessions, mailboxes, subdomain, addresses
+    with their contacts, bounces and daily counts; return how many addresses went. Every
+    address (and the subdomain's name) keeps its tombstone, so none is handed out again."""
     user_id = await user_id_for_email(conn, email)
     owned = (
         await conn.execute(
@@ -119,7 +138,10 @@ async def delete_user(conn: AsyncConnection, email: str) -> int:
     await conn.execute(delete(bounces).where(bounces.c.address_id.in_(theirs)))
     await conn.execute(delete(reverse_aliases).where(reverse_aliases.c.address_id.in_(theirs)))
     await conn.execute(delete(daily_activity).where(daily_activity.c.address_id.in_(theirs)))
+    await conn.execute(delete(address_mailboxes).where(address_mailboxes.c.address_id.in_(theirs)))
     await conn.execute(delete(addresses).where(addresses.c.user_id == user_id))
+    await conn.execute(delete(mailbox_rows).where(mailbox_rows.c.user_id == user_id))
+    await conn.execute(delete(subdomains).where(subdomains.c.user_id == user_id))
     await conn.execute(delete(api_keys).where(api_keys.c.user_id == user_id))
     await conn.execute(delete(web_sessions).where(web_sessions.c.user_id == user_id))
     result = await conn.execute(delete(users).where(users.c.id == user_id))
