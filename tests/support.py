@@ -44,6 +44,11 @@ def refused_by_rules_the_schema_cannot_state(path: str) -> bool:
     )
 
 
+# How long a maskmail command may take to start or finish. Generous, because it only
+# matters when something is wrong: a process that exits early is reported at once, and on a
+# machine shared with other work a start took over a minute.
+STARTUP_SECONDS = 180.0
+
 # Below Linux's ephemeral range (32768 and up), so that no outgoing connection takes a
 # port between the moment it is handed out and the moment its server binds it.
 _LISTEN_PORTS = range(20000, 32768)
@@ -115,13 +120,13 @@ def run_cli(
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=STARTUP_SECONDS,
         check=False,
     )
 
 
 def wait_for_port(
-    port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 60
+    port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = STARTUP_SECONDS
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
