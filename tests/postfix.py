@@ -21,6 +21,7 @@ from pathlib import Path
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "postfix.md"
 DOC_DOMAIN = "relay.example.com"
+DOC_HOST = "mail.example.com"
 
 # The services every Postfix needs; the doc's master.cf lines are added to these.
 BASE_SERVICES = """\
@@ -79,7 +80,8 @@ def rspamd_files(milter_port: int) -> dict[str, str]:
 
 def maskmail_settings(domain: str, smarthost_port: int) -> dict[str, str]:
     """The doc's ``export`` lines for maskmail, for this test's domain and smarthost."""
-    text = doc_block("maskmail behind Postfix").replace(DOC_DOMAIN, domain)
+    text = _replace(doc_block("maskmail behind Postfix"), DOC_HOST, f"mx.{domain}")
+    text = text.replace(DOC_DOMAIN, domain)
     text = _replace(text, "127.0.0.1:10025", f"127.0.0.1:{smarthost_port}")
     found = re.findall(r"^export (MASKMAIL_[A-Z_]+)=(\S+)$", text, re.M)
     if not found:

@@ -8,6 +8,7 @@ import logging
 import sys
 
 import pytest
+import uvicorn
 from pydantic import ValidationError
 
 from maskmail import logs
@@ -59,8 +60,11 @@ def test_json_line_has_time_level_event_and_the_bound_id() -> None:
     formatter = logs.JsonFormatter(logs.Redactor("relay.test"))
 
     async def in_task() -> tuple[str, str]:
-        ident = logs.bind("message_id")
-        return ident, formatter.format(record("sent %s to %s", "x@relay.test", "me@home.example"))
+        logs.bind("message_id")
+        bound = logs.current()
+        assert bound is not None and bound[0] == "message_id"
+        line = formatter.format(record("sent %s to %s", "x@relay.test", "me@home.example"))
+        return bound[1], line
 
     ident, line = asyncio.run(in_task())
     parsed = json.loads(line)
@@ -128,3 +132,23 @@ def test_level_is_info_unless_maskmail_log_level_says_otherwise(
         root.setLevel(level)
         logging.captureWarnings(False)
     assert [(line["level"], line["event"]) for line in lines] == [("warning", "shown at warning")]
+
+
+@pytest.mark.parametrize("access_log", [False, True])
+def test_the_access_log_is_as_uvicorn_was_told_after_a_worker_configures_logging(
+    access_log: bool,
+) -> None:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    access = logging.getLogger("uvicorn.access")
+    try:
+        logs.configure(level="info", fmt="text", relay_domain="relay.test")  # the command
+        uvicorn.Config("maskmail.api.main:app_from_env", access_log=access_log, log_config=None)
+        logs.configure(level="info", fmt="text", relay_domain="relay.test")  # the factory
+        # uvicorn's protocol logs a line per request when this logger has a handler.
+        assert access.hasHandlers() is access_log
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        access.propagate = True
+        logging.captureWarnings(False)

@@ -33,8 +33,9 @@ QUIET_LIBRARIES = {
     "gnupg": logging.ERROR,
 }
 
-# Which request (API) or message (SMTP) the current task works for: ("request_id", "…").
-_trace: ContextVar[tuple[str, str] | None] = ContextVar("maskmail_trace", default=None)
+# Which request (API) or message (SMTP) the current task works for: ("request_id", n).
+# The number becomes text only when a line is written: most requests log nothing.
+_trace: ContextVar[tuple[str, int] | None] = ContextVar("maskmail_trace", default=None)
 
 KEY = re.compile(r"mm_live_[A-Za-z0-9_-]+")
 # A local part is a run of atom characters or a quoted string (RFC 5321). A domain is an
@@ -53,16 +54,15 @@ _PREFIX = secrets.token_hex(4)
 _next = itertools.count(1)
 
 
-def bind(kind: Literal["request_id", "message_id"]) -> str:
+def bind(kind: Literal["request_id", "message_id"]) -> None:
     """Give the current task (and every line it logs from now on) a new id."""
-    ident = f"{_PREFIX}-{next(_next):x}"
-    _trace.set((kind, ident))
-    return ident
+    _trace.set((kind, next(_next)))
 
 
 def current() -> tuple[str, str] | None:
-    """The id the current task logs under, if any."""
-    return _trace.get()
+    """The id the current task logs under, if any: its kind and its text."""
+    trace = _trace.get()
+    return None if trace is None else (trace[0], f"{_PREFIX}-{trace[1]:x}")
 
 
 class Redactor:
@@ -95,7 +95,7 @@ class TextFormatter(logging.Formatter):
         self.redact = redact
 
     def format(self, record: logging.LogRecord) -> str:
-        trace = _trace.get()
+        trace = current()
         record.trace = f" [{trace[1]}]" if trace else ""
         return self.redact(super().format(record))
 
@@ -115,7 +115,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "event": record.getMessage(),
         }
-        trace = _trace.get()
+        trace = current()
         if trace:
             line[trace[0]] = trace[1]
         if record.exc_info:
@@ -140,10 +140,13 @@ def configure(*, level: str, fmt: LogFormat, relay_domain: str) -> None:
     root.addHandler(handler)
     root.setLevel(level.upper())
     # uvicorn's loggers keep their own handlers unless told otherwise: ours carry them.
+    # Except whether the access log propagates: uvicorn's access_log option turns it off,
+    # and each worker's app factory runs this after uvicorn did (a line per request).
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
         logger = logging.getLogger(name)
         logger.handlers.clear()
-        logger.propagate = True
+        if name != "uvicorn.access":
+            logger.propagate = True
     for name, floor in QUIET_LIBRARIES.items():
         logging.getLogger(name).setLevel(max(floor, root.level))
     logging.captureWarnings(True)

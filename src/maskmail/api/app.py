@@ -11,16 +11,14 @@ from starlette.middleware.cors import CORSMiddleware
 
 from maskmail import __version__, metrics
 from maskmail.api import allow, contracts, docs, errors, health
-from maskmail.api.anyjson import AnyContentTypeIsJson
 from maskmail.api.bodylimit import BodyLimit
+from maskmail.api.front import Front
 from maskmail.api.hot import HotRoutes
-from maskmail.api.key_use import KeyUse
 from maskmail.api.memo import Memo
-from maskmail.api.metrics import RequestMetrics
+from maskmail.api.metrics import RequestTimes
 from maskmail.api.metrics import router as metrics_router
-from maskmail.api.proxy import PathMiddleware
+from maskmail.api.proxy import Paths
 from maskmail.api.ratelimit import Limiter
-from maskmail.api.request_ids import RequestIds
 from maskmail.api.routes import (
     addresses,
     bounces,
@@ -143,8 +141,6 @@ def create_app(
             ("POST", addresses.router.prefix): addresses.create_address,
         },
     )
-    app.add_middleware(KeyUse)
-    app.add_middleware(AnyContentTypeIsJson)
     # The contracts' own error bodies, by path prefix, longest first.
     renderers = sorted(
         [
@@ -154,25 +150,23 @@ def create_app(
         key=lambda pair: -len(pair[0]),
     )
     app.add_middleware(
-        BodyLimit,
-        limit=settings.max_body_bytes,
-        answer=lambda scope, exc: contracts.before_routing(renderers, scope, exc),
+        Front,
+        paths=Paths(settings),
+        body_limit=BodyLimit(
+            settings.max_body_bytes,
+            answer=lambda scope, exc: contracts.before_routing(renderers, scope, exc),
+        ),
+        # The hot routes' path is their template.
+        times=RequestTimes(fixed=frozenset({addresses.router.prefix})),
+        # Browser extensions and web vaults call from another origin; preflights are
+        # answered here, before routing.
+        cors=lambda inner: CORSMiddleware(
+            inner,
+            allow_origins=settings.cors_origin_list,
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+            allow_headers=list(CORS_HEADERS),
+            expose_headers=["Retry-After", "WWW-Authenticate"],
+            max_age=600,
+        ),
     )
-    # Browser extensions and web vaults call from another origin; preflights are
-    # answered here, before routing.
-    app.add_middleware(
-        CORSMiddleware,
-        allow_origins=settings.cors_origin_list,
-        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-        allow_headers=list(CORS_HEADERS),
-        expose_headers=["Retry-After", "WWW-Authenticate"],
-        max_age=600,
-    )
-    # Inside the path cleaning, so that it sees the scope routing fills in; the hot
-    # routes' path is their template.
-    app.add_middleware(RequestMetrics, fixed=frozenset({addresses.router.prefix}))
-    # Outside CORS and routing, so that both see the cleaned path.
-    app.add_middleware(PathMiddleware, settings=settings)
-    # Outermost: every line logged for a request carries its id.
-    app.add_middleware(RequestIds)
     return app

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 MESSAGE = "the request body is too large"
 # The answer to an error found before routing, for the route the request is for.
@@ -24,36 +24,34 @@ class BodyTooLarge(HTTPException):
 
 
 class BodyLimit:
-    """ASGI middleware: 413 when Content-Length, or the bytes actually sent, pass ``limit``.
+    """413 when Content-Length, or the bytes actually sent, pass ``limit`` (``api/front.py``
+    asks before the request goes on).
 
     A body of unknown length (chunked) is read here, up to the limit, before any route
     runs: a route that ignores its body would otherwise answer as if it had fit, and one
     that reads it would fail halfway. Such bodies are rare and at most ``limit`` bytes.
     """
 
-    def __init__(self, app: ASGIApp, limit: int, answer: Answer) -> None:
-        self.app = app
+    def __init__(self, limit: int, answer: Answer) -> None:
         self.limit = limit
         self.answer = answer
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def admit(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """The request's body as the app should read it, or None once it was refused."""
         chunked = False
         for name, value in scope["headers"]:
             if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
                 await self._refuse(scope, receive, send)
-                return
+                return None
             if name == b"transfer-encoding":
                 chunked = True
         if chunked:
             buffered = await self._read_within_limit(receive)
             if buffered is None:
                 await self._refuse(scope, receive, send)
-                return
+                return None
             receive = _replay(buffered, receive)
-        await self.app(scope, self._counted(receive), send)
+        return self._counted(receive)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = self.answer(scope, BodyTooLarge())

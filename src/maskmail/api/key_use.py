@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import time
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from maskmail.core.errors import MaskmailError
 from maskmail.store import accounts
@@ -17,29 +17,16 @@ from maskmail.store.driver import Checkout
 log = logging.getLogger("maskmail.api")
 
 EVERY = 60.0
-# Only routes that authenticate with a key: a success there means the key is live.
-KEYED = ("/v3/", "/api/")
 MAX_REMEMBERED = 10_000
 
 
 class KeyUse:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    """Called by ``api/front.py`` once a request to a keyed route has been answered."""
+
+    def __init__(self) -> None:
         self.written: dict[str, float] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not str(scope["path"]).startswith(KEYED):
-            await self.app(scope, receive, send)
-            return
-        status = 0
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        await self.app(scope, receive, sending)
+    async def answered(self, scope: Scope, status: int) -> None:
         if 200 <= status < 300:
             # The hash the key check made (api/deps.py); a success means the key is live.
             key_hash = scope.get("state", {}).get("key_hash")

@@ -1,14 +1,14 @@
-"""The API's side of metrics: each request timed by route template, and ``GET /metrics``."""
+"""The API's side of metrics: each request timed by route template (``api/front.py``
+calls it), and ``GET /metrics``."""
 
 from __future__ import annotations
 
 import ipaddress
-from time import perf_counter
 from typing import Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from maskmail import metrics
 from maskmail.api.errors import Problem, render
@@ -19,38 +19,19 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
 
 
-class RequestMetrics:
-    """Times every request and labels it with its route's template, never its path.
+class RequestTimes:
+    """Each request's latency, labelled with its route's template, never its path.
 
     ``fixed`` are the paths answered outside routing (``api/hot.py``): their path is
     their template. Anything unrouted is ``unmatched``, so a scan cannot grow the labels.
     """
 
-    def __init__(self, app: ASGIApp, fixed: frozenset[str]) -> None:
-        self.app = app
+    def __init__(self, fixed: frozenset[str]) -> None:
         self.fixed = fixed
         # labels() takes a lock and builds a key each call; a request needs one lookup.
         self._series: dict[tuple[str, str, int], Any] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = perf_counter()
-        status = 500
-
-        async def sent(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sent)
-        finally:
-            self._observe(scope, status, perf_counter() - start)
-
-    def _observe(self, scope: Scope, status: int, seconds: float) -> None:
+    def observe(self, scope: Scope, status: int, seconds: float) -> None:
         route = scope.get("route")
         template = getattr(route, "path", None)
         if template is None:

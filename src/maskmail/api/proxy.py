@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from maskmail.config import Settings, clean_prefix
 
@@ -30,7 +30,7 @@ def _trailing_slash(path: str) -> bool:
     return len(path) > 1 and path.endswith("/")
 
 
-class PathMiddleware:
+class Paths:
     """Rewrites the path before routing, so that no request needs a redirect.
 
     - A base URL typed with a trailing slash makes clients ask for ``//api/...``
@@ -43,8 +43,7 @@ class PathMiddleware:
       whether or not the proxy stripped it from the path.
     """
 
-    def __init__(self, app: ASGIApp, settings: Settings) -> None:
-        self.app = app
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
     def _prefix(self, scope: Scope) -> str:
@@ -56,10 +55,8 @@ class PathMiddleware:
                 return prefix
         return self.settings.root_path or str(scope.get("root_path", "")).rstrip("/")
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in {"http", "websocket"}:
-            await self.app(scope, receive, send)
-            return
+    def rewrite(self, scope: Scope) -> Scope:
+        """The scope routing should see: the same one when there is nothing to rewrite."""
         path = scope["path"]
         raw = scope.get("raw_path")
         prefix = self._prefix(scope)
@@ -70,8 +67,7 @@ class PathMiddleware:
             and prefix == scope.get("root_path", "")
             and (not prefix or path == prefix or path.startswith(prefix + "/"))
         ):
-            await self.app(scope, receive, send)  # nothing to rewrite: the usual case
-            return
+            return scope  # nothing to rewrite: the usual case
         scope = dict(scope)
         path = _SLASHES.sub("/", path)
         if raw is not None:
@@ -87,4 +83,4 @@ class PathMiddleware:
         scope["root_path"] = prefix
         if raw is not None:
             scope["raw_path"] = raw
-        await self.app(scope, receive, send)
+        return scope
