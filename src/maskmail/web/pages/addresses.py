@@ -148,7 +148,16 @@ async def change_address(address: str, request: Request, conn: Conn) -> Response
 async def confirm_delete(address: str, request: Request, conn: Conn) -> Response:
     viewer = await require_viewer(request, conn)
     found = await owned_address(conn, viewer, address)
-    return page(request, "delete.html", viewer, a=found)
+    return page(
+        request,
+        "delete.html",
+        viewer,
+        kind="",
+        name=found.full_address,
+        explain="Mail to it will no longer reach you, and the address is never handed out again.",
+        action=f"/addresses/{found.id}/delete",
+        cancel="/",
+    )
 
 
 @router.post("/addresses/{address}/delete")
