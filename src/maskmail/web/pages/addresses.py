@@ -69,7 +69,8 @@ async def _list_page(
     def link(n: int) -> str:
         return f"{root(request)}/?{urlencode({'q': q, 'page': n} if q else {'page': n})}"
 
-    here = f"/?{urlencode({'q': q, 'page': number})}"
+    # The first page without a search is "/", where a form returns by default.
+    here = f"/?{urlencode({'q': q, 'page': number})}" if q or number > 1 else "/"
     return page(
         request,
         "addresses.html",
