@@ -44,7 +44,7 @@ async def test_any_wrong_part_gets_the_same_message(app: FastAPI, sign_in: SignI
 
 
 async def test_failures_are_throttled_per_account(database_url: str, db: Db) -> None:
-    settings = make_settings(database_url, signin_rate_limit="3/minute")
+    settings = make_settings(database_url, signin_rate_limit="3/hour")
     email = f"cat{secrets.token_hex(4)}@example.com"
     await db.write(add_person, email)
     async with started_app(settings) as app:
@@ -59,7 +59,7 @@ async def test_failures_are_throttled_per_account(database_url: str, db: Db) -> 
 
 
 async def test_failures_are_throttled_per_client(database_url: str, db: Db) -> None:
-    settings = make_settings(database_url, signin_rate_limit="3/minute")
+    settings = make_settings(database_url, signin_rate_limit="3/hour")
     tag = secrets.token_hex(4)
     await db.write(add_person, f"kit{tag}@example.com")
     async with started_app(settings) as app:
@@ -85,7 +85,7 @@ async def test_failures_are_throttled_per_client(database_url: str, db: Db) -> N
 async def test_the_throttle_is_shared_through_redis(database_url: str, db: Db) -> None:
     """Two processes with the same Redis count one account's failures together, as the
     API's limits are."""
-    settings = make_settings(database_url, signin_rate_limit="2/minute", redis_url=REDIS)
+    settings = make_settings(database_url, signin_rate_limit="2/hour", redis_url=REDIS)
     email = f"lou{secrets.token_hex(4)}@example.com"
     await db.write(add_person, email)
     wrong = {"email": email, "password": "not the password"}
