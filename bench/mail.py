@@ -22,7 +22,7 @@ from typing import IO
 from tests.support import free_port, wait_for_port
 
 from bench import procs, seed
-from bench.lab import VENV_BIN, Server, database, run, system_env
+from bench.lab import VENV_BIN, Database, Server, database, run, system_env
 from bench.postfix_ref import running_reference
 
 SYSTEMS = ("maskmail", "postfix")
@@ -116,11 +116,20 @@ class Running:
 
 
 @contextmanager
-def running_maskmail(backend: str, plan: MailPlan, sink: Sink, say: Log) -> Iterator[Running]:
+def running_maskmail(
+    backend: str,
+    plan: MailPlan,
+    sink: Sink,
+    say: Log,
+    seeded: Callable[[Database], None] | None = None,
+) -> Iterator[Running]:
+    """``seeded`` is called with the database once it is seeded, before the server starts."""
     with database(backend, plan.work, "mail") as db:
         env = system_env(db)
         run([str(VENV_BIN / "maskmail"), "db", "upgrade"], env)
         seed.load_maskmail(db, [ADDRESSES_PER_USER] * USERS)
+        if seeded is not None:
+            seeded(db)
         env["MASKMAIL_SMARTHOST"] = f"127.0.0.1:{sink.port}"
         port = free_port()
         cmd = [str(VENV_BIN / "maskmail"), "smtp", "--host", "127.0.0.1", "--port", str(port)]

@@ -24,8 +24,14 @@ from maskmail.store.addresses import ADDRESS_COLUMNS as STORE_COLUMNS
 
 DOMAIN = "relay.localhost"
 BATCH = 50_000
-# Every stored column but the id, as the store declares them.
-ADDRESS_COLUMNS = tuple(column.name for column in STORE_COLUMNS[1:])
+# The columns each table is loaded with, for both databases; an address's are every
+# stored column but the id, in the store's order.
+COLUMNS = {
+    "users": ("id", "email", "email_key", "created_time"),
+    "mailboxes": ("user_id", "email", "email_key", "verified", "is_default", "created_time"),
+    "api_keys": ("user_id", "key_hash", "created_time", "revoked_time"),
+    "addresses": tuple(column.name for column in STORE_COLUMNS[1:]),
+}
 
 
 class Progress:
@@ -52,23 +58,14 @@ class Progress:
 
 
 def _address_rows(counts: Sequence[int], created: int) -> Iterator[tuple[object, ...]]:
+    """A new address's row, as the store creates one (enabled, counters at zero)."""
+    new: dict[str, object] = {"subdomain": None, "enabled": True, "block_spam": False}
+    new |= {"description": "", "created_time": created, "updated_time": None, "domain": DOMAIN}
+    new |= {name: 0 for name in COLUMNS["addresses"] if name.startswith("num_")}
     for user_id, n in enumerate(counts, start=1):
         for i in range(n):
-            yield (
-                user_id,
-                f"u{user_id}n{i}",
-                DOMAIN,
-                None,
-                True,
-                False,
-                "",
-                created,
-                None,
-                0,
-                0,
-                0,
-                0,
-            )
+            row = new | {"user_id": user_id, "address": f"u{user_id}n{i}"}
+            yield tuple(row[name] for name in COLUMNS["addresses"])
 
 
 def _batches(rows: Iterator[tuple[object, ...]]) -> Iterator[list[tuple[object, ...]]]:
@@ -118,28 +115,20 @@ def load_maskmail(db: Database, counts: Sequence[int], *, progress: bool = False
     return keys
 
 
+def _insert(table: str) -> str:
+    columns = COLUMNS[table]
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
 def _load_sqlite(db: Database, rows: Rows) -> None:
     conn = sqlite3.connect(db.url.split(":///", 1)[1], isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany(
-            "INSERT INTO users (id, email, email_key, created_time) VALUES (?, ?, ?, ?)",
-            rows.users,
-        )
-        conn.executemany(
-            "INSERT INTO mailboxes (user_id, email, email_key, verified, is_default, created_time)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            rows.mailboxes,
-        )
-        conn.executemany(
-            "INSERT INTO api_keys (user_id, key_hash, created_time, revoked_time)"
-            " VALUES (?, ?, ?, ?)",
-            rows.api_keys,
-        )
-        marks = ", ".join("?" * len(ADDRESS_COLUMNS))
-        insert = f"INSERT INTO addresses ({', '.join(ADDRESS_COLUMNS)}) VALUES ({marks})"
+        conn.executemany(_insert("users"), rows.users)
+        conn.executemany(_insert("mailboxes"), rows.mailboxes)
+        conn.executemany(_insert("api_keys"), rows.api_keys)
         for batch in rows.addresses:
-            conn.executemany(insert, batch)
+            conn.executemany(_insert("addresses"), batch)
             rows.bar.add(len(batch))
         conn.execute("COMMIT")
         conn.execute("ANALYZE")
@@ -151,25 +140,16 @@ async def _load_postgres(db: Database, rows: Rows) -> None:
     conn = await asyncpg.connect(db.plain_url)
     try:
         async with conn.transaction():
-            await conn.copy_records_to_table(
-                "users", records=rows.users, columns=["id", "email", "email_key", "created_time"]
-            )
+            await conn.copy_records_to_table("users", records=rows.users, columns=COLUMNS["users"])
             await conn.execute(
                 "SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT max(id) FROM users))"
             )
-            await conn.copy_records_to_table(
-                "mailboxes",
-                records=rows.mailboxes,
-                columns=["user_id", "email", "email_key", "verified", "is_default", "created_time"],
-            )
-            await conn.copy_records_to_table(
-                "api_keys",
-                records=rows.api_keys,
-                columns=["user_id", "key_hash", "created_time", "revoked_time"],
-            )
+            for table in ("mailboxes", "api_keys"):
+                records = rows.mailboxes if table == "mailboxes" else rows.api_keys
+                await conn.copy_records_to_table(table, records=records, columns=COLUMNS[table])
             for batch in rows.addresses:
                 await conn.copy_records_to_table(
-                    "addresses", records=batch, columns=list(ADDRESS_COLUMNS)
+                    "addresses", records=batch, columns=COLUMNS["addresses"]
                 )
                 rows.bar.add(len(batch))
         await conn.execute("ANALYZE")

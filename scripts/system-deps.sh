@@ -5,9 +5,10 @@ packages=()
 # command:package pairs; extend as tests start real servers.
 # nginx, openssl and systemd-analyze check the deployment files in deploy/; PgBouncer
 # sits between maskmail and PostgreSQL in the scale-out test; chromium: the dashboard's
-# browser tests (tests/browser) drive it through Playwright.
+# browser tests (tests/browser) drive it through Playwright; gpg encrypts forwards to
+# mailboxes with an OpenPGP key (src/maskmail/openpgp.py), in production too.
 for pair in rspamd:rspamd postfix:postfix wrk:wrk nginx:nginx openssl:openssl systemd-analyze:systemd \
-  pgbouncer:pgbouncer chromium:chromium; do
+  pgbouncer:pgbouncer chromium:chromium gpg:gpg; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || packages+=("${pair##*:}")
 done
 # The outage test runs a private PostgreSQL cluster: it needs initdb and pg_ctl, which
@@ -17,7 +18,10 @@ if ! command -v initdb >/dev/null 2>&1 && ! compgen -G '/usr/lib/postgresql/*/bi
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "system-deps: need root to install: ${packages[*]}" >&2
+    # Not root: say what to install, rather than fail inside apt-get.
+    echo "system-deps: the tests need these Debian packages: ${packages[*]}" >&2
+    echo "system-deps: install them as root, then run make test again:" >&2
+    echo "  apt-get install --no-install-recommends ${packages[*]}" >&2
     exit 1
   fi
   apt-get update -qq

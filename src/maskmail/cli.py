@@ -45,6 +45,8 @@ app.add_typer(db_app, name="db")
 app.add_typer(user_app, name="user")
 app.add_typer(key_app, name="key")
 app.add_typer(dkim_app, name="dkim")
+domains_app = typer.Typer(help="Users' custom domains.", no_args_is_help=True)
+app.add_typer(domains_app, name="domains")
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
 PolicyPort = Annotated[
@@ -242,6 +244,36 @@ def dkim_generate(
     tmp.replace(path)
     typer.echo(dns_record(public, selector=settings.dkim_selector, domain=settings.domain))
     typer.echo(f"Private key written to {path}; publish the record above.", err=True)
+
+
+@domains_app.command("check")
+def domains_check() -> None:
+    """Look up every custom domain's records again (run it from a timer): a record that
+    went away is marked, and the domain's owner is told once, at their default mailbox."""
+    from maskmail.mail.domain_checks import check_all
+    from maskmail.mail.plane import outbound_for
+
+    settings = load_settings()
+
+    async def run() -> list[str]:
+        engine = create_engine(
+            settings.resolved_database_url, pool_size=1, timeout=settings.db_timeout
+        )
+        outbound = outbound_for(settings)
+        try:
+            outcomes = await check_all(settings, engine, outbound)
+        finally:
+            await outbound.close()
+            await engine.dispose()
+        return [
+            f"{o.domain}: "
+            + (f"no longer passes {', '.join(o.gone)}" if o.gone else "nothing went away")
+            + ("; owner warned" if o.warned else "")
+            for o in outcomes
+        ]
+
+    for line in asyncio.run(run()):
+        typer.echo(line)
 
 
 @app.command()

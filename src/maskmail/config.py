@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     smarthost: str = ""
     max_addresses_per_user: int = Field(default=0, ge=0)
     max_mailboxes_per_user: int = Field(default=10, ge=1)
+    # Custom domains (docs/api.md) one user may add; 0: none.
+    max_domains_per_user: int = Field(default=5, ge=0)
+    # The DNS server custom domains are checked against (host:port); unset: the system's.
+    dns_resolver: str = ""
     max_page_size: int = Field(default=100, ge=1)
     rate_limit: str = "600/minute"
     # Failed dashboard sign-ins allowed per account and per client.
@@ -146,7 +150,7 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("smarthost")
+    @field_validator("smarthost", "dns_resolver")
     @classmethod
     def _check_smarthost(cls, value: str) -> str:
         value = value.strip()
@@ -194,6 +198,11 @@ class Settings(BaseSettings):
     def smarthost_address(self) -> tuple[str, int] | None:
         """``(host, port)`` of the outbound server, or None to deliver to the outbox."""
         return _split_host_port(self.smarthost) if self.smarthost else None
+
+    @property
+    def dns_resolver_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the DNS server for custom domain checks, or None."""
+        return _split_host_port(self.dns_resolver) if self.dns_resolver else None
 
     @property
     def outbox_dir(self) -> Path:

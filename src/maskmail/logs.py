@@ -17,7 +17,6 @@ from contextvars import ContextVar
 from typing import Literal
 
 LogFormat = Literal["text", "json"]
-LEVELS = ("debug", "info", "warning", "error", "critical")
 
 # Libraries that name envelope addresses, SQL parameters or message lines in their own
 # records: held at this level whatever MASKMAIL_LOG_LEVEL says.
@@ -29,6 +28,9 @@ QUIET_LIBRARIES = {
     # Every step of every start's migration check; a failed migration raises all the same,
     # and a start-up failure stays the one line on stderr.
     "alembic": logging.WARNING,
+    # python-gnupg: gpg's output, keys' user ids (real addresses) included, at DEBUG, and
+    # gpg's status lines it does not know at WARNING.
+    "gnupg": logging.ERROR,
 }
 
 # Which request (API) or message (SMTP) the current task works for: ("request_id", "…").

@@ -18,7 +18,7 @@ from maskmail.api.app import create_app
 from maskmail.api.headcap import MAX_HEAD_BYTES, CappedHttpTools
 from maskmail.api.health import health_app
 from maskmail.config import Settings
-from maskmail.mail.plane import mail_plane, outbound_for
+from maskmail.mail.plane import mail_plane, notices_for
 from maskmail.readiness import Readiness
 from maskmail.startup import bind
 from maskmail.store.engine import create_engine
@@ -91,7 +91,7 @@ async def run_up(
                 engine=engine,
                 listener=(host, smtp_port),
                 on_started=gc.freeze,
-                outbound=outbound_for(settings),
+                outbound=notices_for(settings),
             ),
             host=host,
             port=api_port,

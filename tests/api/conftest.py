@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from maskmail.api.app import create_app
 from maskmail.config import Settings
 from maskmail.core import keys
-from maskmail.mail.plane import outbound_for
+from maskmail.mail.plane import notices_for
 from maskmail.store import accounts
 from maskmail.store.engine import READONLY, transaction
 from maskmail.store.tables import metadata
@@ -76,7 +76,7 @@ async def conn(clean: AsyncEngine) -> AsyncIterator[AsyncConnection]:
 @asynccontextmanager
 async def started_app(settings: Settings) -> AsyncIterator[FastAPI]:
     """The real app, through its lifespan: its own engine, pool and driver connections."""
-    application = create_app(settings, outbound=outbound_for(settings))
+    application = create_app(settings, outbound=notices_for(settings))
     async with application.router.lifespan_context(application):
         yield application
 

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import email
 import email.policy
+import mailbox
+import os
 import re
 from collections.abc import AsyncIterator
 from email.message import EmailMessage
+from pathlib import Path
 
+import dkim
 import httpx
 import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.api.conftest import BASE, Caller, ClientFactory, UserFactory
+from maskmail.mail.dkim import generate_key, txt_value
+from maskmail.store.addresses import create_address
+from maskmail.store.engine import transaction
+from tests.api.conftest import BASE, DOMAIN, Caller, ClientFactory, UserFactory
 from tests.sink import Sink
 
 pytestmark = pytest.mark.anyio
@@ -128,6 +136,65 @@ async def test_refused_mailboxes_are_422(
     assert answer.status_code == 422, answer.text
     assert len((await api.get(MAILBOXES, headers=carol.headers)).json()) == 1
     assert sink.messages == []
+
+
+async def test_mailboxes_at_the_relays_older_domains_are_422(
+    api: httpx.AsyncClient, carol: Caller, sink: Sink, clean: AsyncEngine
+) -> None:
+    # An address made before MASKMAIL_DOMAIN changed: the relay still receives there.
+    async with transaction(clean) as conn:
+        await create_address(conn, carol.user_id, domain="old-relay.example.net", length=8)
+    for ours in ("x@old-relay.example.net", "x@Sub.OLD-relay.example.net"):
+        answer = await api.post(MAILBOXES, json={"email": ours}, headers=carol.headers)
+        assert answer.status_code == 422, ours
+        assert answer.json()["details"]["field"] == "email"
+    assert sink.messages == []
+    # A domain that only ends like it is someone else's.
+    await _add(api, carol, "x@bold-relay.example.net")
+    assert len((await api.get(MAILBOXES, headers=carol.headers)).json()) == 2
+
+
+async def test_the_verification_goes_to_the_outbox_without_a_smarthost(
+    reconfigured: ClientFactory, carol: Caller, tmp_path: Path
+) -> None:
+    async with reconfigured(data_dir=tmp_path) as api:
+        await _add(api, carol, "boxed@example.net")
+    [message] = list(mailbox.Maildir(tmp_path / "outbox", create=False))
+    assert message["Delivered-To"] == "boxed@example.net"
+    assert message["Return-Path"] == "<>"
+    assert re.search(r"code: \d{6}", str(message.get_payload())) is not None
+
+
+async def test_the_verification_is_signed_as_forwards_are(
+    reconfigured: ClientFactory, carol: Caller, tmp_path: Path
+) -> None:
+    private, public = generate_key()
+    (tmp_path / "dkim.key").write_bytes(private)
+    async with reconfigured(data_dir=tmp_path) as api:
+        await _add(api, carol, "signed@example.net")
+    [name] = os.listdir(tmp_path / "outbox" / "new")
+    delivered = (tmp_path / "outbox" / "new" / name).read_bytes()
+    # The envelope lines the outbox put on top are not part of what was signed.
+    signed = delivered[delivered.index(b"DKIM-Signature:") :]
+    assert f"d={DOMAIN};".encode() in signed
+    assert dkim.verify(signed, dnsfunc=lambda name, timeout=5: txt_value(public).encode())
+
+
+async def test_the_link_is_the_one_the_owner_sees_through_the_proxy(
+    api: httpx.AsyncClient, carol: Caller, sink: Sink
+) -> None:
+    forwarded = {
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-Host": "relay.example",
+        "X-Forwarded-Prefix": "/mm",
+    }
+    answer = await api.post(
+        MAILBOXES, json={"email": "proxied@example.net"}, headers={**carol.headers, **forwarded}
+    )
+    assert answer.status_code == 200
+    token, _ = _proof(sink, "proxied@example.net")
+    text = email.message_from_bytes(sink.messages[-1].data).get_payload(decode=True)
+    assert f"https://relay.example/mm{MAILBOXES}/verify?token={token}".encode() in text
 
 
 async def test_the_limit_is_403(api: httpx.AsyncClient, carol: Caller) -> None:

@@ -65,6 +65,10 @@ def test_api_conforms_to_its_schema(fuzz_target: tuple[Any, str]) -> None:
         "DELETE /v3/relay/mailboxes/{mailbox_id}",
         "GET /v3/relay/addresses/{address_id}/mailboxes",
         "PUT /v3/relay/addresses/{address_id}/mailboxes",
+        "GET /v3/relay/mailboxes/{mailbox_id}/pgp",
+        "PUT /v3/relay/mailboxes/{mailbox_id}/pgp",
+        "PATCH /v3/relay/mailboxes/{mailbox_id}/pgp",
+        "DELETE /v3/relay/mailboxes/{mailbox_id}/pgp",
     } <= labels
     assert len(labels) >= 8 + 4
     for operation in operations:

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from maskmail.store.tables import addresses, subdomains
+from maskmail.store.tables import addresses, reverse_aliases, subdomains
 from tests.api.conftest import BASE, DOMAIN, Caller
 
 pytestmark = pytest.mark.anyio
@@ -141,6 +141,12 @@ async def test_rename_and_delete_delete_the_addresses_on_the_old_name(
     plain = (await client.post(BASE, headers=alice.headers)).json()
     await client.put(USE, json={"use_relay_subdomain": True}, headers=alice.headers)
     on_old = [(await client.post(BASE, headers=alice.headers)).json() for _ in range(2)]
+    contact = await client.post(
+        f"{BASE}/{on_old[0]['id']}/contacts",
+        json={"email": "shop@example.org"},
+        headers=alice.headers,
+    )
+    assert contact.status_code == 200
     renamed = await client.put(
         f"{SUBS}/{sub['id']}", json={"subdomain": "new-name"}, headers=alice.headers
     )
@@ -157,6 +163,8 @@ async def test_rename_and_delete_delete_the_addresses_on_the_old_name(
     assert (await client.get(USE, headers=alice.headers)).json() == {"use_relay_subdomain": False}
     count = await conn.scalar(select(func.count()).select_from(addresses))
     assert count == 1
+    # The contact's reverse alias went with its address.
+    assert await conn.scalar(select(func.count()).select_from(reverse_aliases)) == 0
 
 
 ADDY = "/api/v1/aliases"

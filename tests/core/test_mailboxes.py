@@ -21,7 +21,14 @@ from maskmail.core.mailboxes import (
 
 def _box(email: str, **flags: bool) -> Destination:
     values = {"verified": True, "paused": False, "default": False, "chosen": False, **flags}
-    return Destination(len(email), email, **values)
+    return Destination(
+        len(email),
+        email,
+        verified=values["verified"],
+        paused=values["paused"],
+        default=values["default"],
+        chosen=values["chosen"],
+    )
 
 
 def test_none_chosen_means_the_default() -> None:

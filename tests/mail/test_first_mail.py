@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from email import message_from_bytes, policy
 from pathlib import Path
 
+import aiosmtplib
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -243,6 +244,32 @@ async def test_a_flood_from_one_sender_is_throttled(
     assert made == {f"n{i}@{owner.host}" for i in (0, 1, 2, 4)}
 
 
+def _each_in_turn(port: int, sender: str, rcpts: list[str]) -> dict[str, tuple[int, bytes]]:
+    """One message per recipient over one connection; the refusals, by recipient."""
+    refused: dict[str, tuple[int, bytes]] = {}
+    with smtplib.SMTP(HOST, port, timeout=30) as client:
+        for rcpt in rcpts:
+            try:
+                client.sendmail(sender, [rcpt], message(to=rcpt, sender=sender))
+            except smtplib.SMTPRecipientsRefused as exc:
+                refused.update(exc.recipients)
+    return refused
+
+
+async def test_a_flood_over_smtp_is_told_to_try_later(
+    relay: int, sink: Sink, relay_engine: AsyncEngine
+) -> None:
+    """Eleven new local parts from one sender: the relay's guard makes ten, then 450."""
+    owner = await _holder(relay_engine, "smtpflood")
+    rcpts = [f"f{i}@{owner.host}" for i in range(11)]
+    refused = await asyncio.to_thread(_each_in_turn, relay, "flood@bad.example", rcpts)
+    assert list(refused) == [rcpts[10]]
+    code, text = refused[rcpts[10]]
+    assert (code, text[:5]) == (450, b"4.7.1")
+    assert set(await _addresses(relay_engine, owner.user_id)) == set(rcpts[:10])
+    assert len(sink.messages) == 10
+
+
 async def test_refusals_do_not_use_up_the_senders_allowance(
     settings: Settings, relay_engine: AsyncEngine
 ) -> None:
@@ -275,6 +302,54 @@ async def test_200_concurrent_first_mails_make_each_address_once(
         count = await conn.scalar(select(users.c.address_count).where(users.c.id == owner.user_id))
         rows = await conn.scalar(select(func.count()).where(addresses.c.user_id == owner.user_id))
     assert count == 100 and rows == 100
+
+
+@pytest.fixture
+async def wide_relay(
+    database_url: str, tmp_path: Path, sink: Sink, relay_engine: AsyncEngine
+) -> AsyncIterator[int]:
+    """A relay that takes 200 connections from one client at once."""
+    settings = mail_settings(
+        database_url,
+        tmp_path,
+        smarthost=f"{HOST}:{sink.port}",
+        smtp_max_connections=250,
+        smtp_max_per_client=250,
+    )
+    port = free_port()
+    async with mail_plane(settings, relay_engine, host=HOST, port=port):
+        yield port
+
+
+@pytest.mark.slow
+async def test_200_concurrent_first_mails_are_each_forwarded_and_counted_once(
+    wide_relay: int, sink: Sink, relay_engine: AsyncEngine
+) -> None:
+    """Whole messages, each on its own connection, all at once: 100 new local parts,
+    each written to twice by different senders."""
+    owner = await _holder(relay_engine, "crowd")
+
+    async def mail(i: int) -> None:
+        rcpt = f"c{i % 100}@{owner.host}"
+        sender = f"s{i}@example.com"
+        await aiosmtplib.send(
+            message(to=rcpt, sender=sender),
+            sender=sender,
+            recipients=[rcpt],
+            hostname=HOST,
+            port=wide_relay,
+            timeout=120,
+        )
+
+    await asyncio.gather(*(mail(i) for i in range(200)))
+    assert len(sink.messages) == 200
+    assert {tuple(m.rcpt_tos) for m in sink.messages} == {(owner.mailbox,)}
+    async with relay_engine.connect() as conn:
+        made = await list_addresses(conn, owner.user_id)
+        count = await conn.scalar(select(users.c.address_count).where(users.c.id == owner.user_id))
+    assert sorted(a.full_address for a in made) == sorted(f"c{i}@{owner.host}" for i in range(100))
+    assert count == 100
+    assert [a.num_forwarded for a in made] == [2] * 100
 
 
 async def test_replies_from_an_address_made_on_first_mail_leave_from_it(

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
-from maskmail.core.bounces import verify_bounce
+from maskmail.core.bounces import BounceOf, bounced
 from maskmail.mail.plane import mail_plane
 from maskmail.mail.rewrite import split_message
 from maskmail.store.engine import transaction
@@ -49,7 +49,9 @@ async def test_forward_rewrites_and_counts(
     bounce_local, _, bounce_domain = got.mail_from.rpartition("@")
     assert bounce_domain == DOMAIN
     now = int(time.time())
-    assert verify_bounce(bounce_local, now, load_bounce_secret(settings)) == mask.address_id
+    assert bounced(bounce_local, now, load_bounce_secret(settings)) == BounceOf(
+        mask.address_id, None
+    )
 
     forwarded = message_from_bytes(got.data, policy=policy.default)
     [(display, from_address)] = getaddresses([str(forwarded["From"])])

@@ -4,18 +4,23 @@ mailbox, and the address keeps forwarding to its other mailbox."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from email import message_from_bytes, policy
 from pathlib import Path
 
+import dkim
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
+from maskmail.mail.dkim import generate_key, txt_value
+from maskmail.mail.plane import mail_plane
 from maskmail.store import mailboxes
 from maskmail.store.engine import transaction
 from tests.mail.conftest import HOST, Mask, Masks, Sink, mail_settings, message, send_async
 from tests.mail.test_bounces import THRESHOLD, bounce_back
 from tests.mail.test_mailboxes import _choose, _list, _mailbox
+from tests.support import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -87,3 +92,27 @@ async def test_a_bounce_below_the_threshold_pauses_nothing(
     assert sorted(m.rcpt_tos[0] for m in sink.messages[before:]) == sorted(
         [mask.owner, "work@example.net"]
     )
+
+
+@pytest.fixture
+async def signed_relay(
+    settings: Settings, relay_engine: AsyncEngine
+) -> AsyncIterator[tuple[int, bytes]]:
+    """This module's relay, with a DKIM key: its port and the public key."""
+    private, public = generate_key()
+    settings.dkim_key_path.write_bytes(private)
+    port = free_port()
+    async with mail_plane(settings, relay_engine, host=HOST, port=port):
+        yield port, public
+
+
+async def test_the_pause_notice_is_signed_as_forwards_are(
+    signed_relay: tuple[int, bytes], sink: Sink, masks: Masks, relay_engine: AsyncEngine
+) -> None:
+    relay, public = signed_relay
+    mask, _, _, senders = await _sent_to_two(relay, sink, masks, relay_engine)
+    for _ in range(THRESHOLD):
+        await bounce_back(relay, senders["work@example.net"], mask)
+    [notice] = [m for m in sink.messages if m.mail_from == "<>"]
+    assert notice.data.startswith(b"DKIM-Signature: ")
+    assert dkim.verify(notice.data, dnsfunc=lambda name, timeout=5: txt_value(public).encode())

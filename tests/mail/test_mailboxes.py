@@ -122,3 +122,31 @@ async def test_a_mailbox_the_address_does_not_use_cannot_reply(
         with pytest.raises(smtplib.SMTPRecipientsRefused):
             await send_async(relay, sender, [alias], _reply(sender, alias))
     assert await mask.counters() == counts(forwarded=1)
+
+
+async def test_writing_first_from_a_second_mailbox_names_neither(
+    relay: int, sink: Sink, masks: Masks, relay_engine: AsyncEngine
+) -> None:
+    """A contact's reverse alias (writing first), from mailbox two, with mailbox one in
+    the text: it leaves from the relay address, with no mailbox of the owner in it."""
+    mask = await masks.make()
+    one = (await _list(relay_engine, mask))[0]
+    two = await _mailbox(relay_engine, mask, "two@example.net", verified=True)
+    await _choose(relay_engine, mask, one, two)
+    made = await mask.api.post(
+        f"/v3/relay/addresses/{mask.address_id}/contacts",
+        json={"email": "shop@example.org"},
+        headers=mask.headers,
+    )
+    assert made.status_code == 200, made.text
+    alias = made.json()["reverse_alias"]
+    data = (
+        f"From: Me <two@example.net>\r\nTo: {alias}\r\nSubject: my order\r\n"
+        f"Message-ID: <w1@example.net>\r\n\r\nWrite back to {mask.owner} or two@example.net.\r\n"
+    ).encode()
+    assert await send_async(relay, "two@example.net", [alias], data) == {}
+    [sent] = sink.messages
+    assert sent.rcpt_tos == ["shop@example.org"] and sent.mail_from == mask.address
+    text = sent.data.decode("utf-8", "replace").lower()
+    assert mask.owner.split("@")[0] not in text and "two@example.net" not in text
+    assert await mask.counters() == counts(replied=1)

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressTaken, UserNotFound
-from maskmail.store import accounts, sessions
+from maskmail.store import accounts, sessions, subdomains
 from maskmail.store import addresses as store
 from maskmail.store.driver import driver_of
 from maskmail.store.mailflow import reverse_alias
@@ -107,3 +107,27 @@ async def test_delete_removes_everything_and_keeps_every_address_out_of_reach(
             )
     with pytest.raises(UserNotFound):
         await delete_user(conn, "dan@example.com")
+
+
+async def test_delete_keeps_the_tombstone_of_an_address_on_a_subdomain(
+    conn: AsyncConnection,
+) -> None:
+    user_id = await _account(conn, "fay@example.com")
+    await subdomains.claim(conn, user_id, "faysub", domain=DOMAIN)
+    await store.create_address(
+        conn, user_id, domain=DOMAIN, length=6, place=store.Place.SUBDOMAIN, choose=pinned("ffffff")
+    )
+    on_subdomain = rules.tombstone(rules.full_address("ffffff", DOMAIN, "faysub"))
+    on_domain = rules.tombstone(rules.full_address("ffffff", DOMAIN))
+    await conn.execute(tombstones.delete().where(tombstones.c.hash == on_subdomain))
+    assert await delete_user(conn, "fay@example.com") == 1
+    written = set(
+        (
+            await conn.execute(
+                select(tombstones.c.hash).where(tombstones.c.hash.in_([on_subdomain, on_domain]))
+            )
+        ).scalars()
+    )
+    # The address handed out is out of reach again; the same local part on the domain,
+    # never handed out, is not.
+    assert written == {on_subdomain}

@@ -27,6 +27,7 @@ from maskmail.api.routes import (
     compat_addy,
     compat_simplelogin,
     contacts,
+    domains,
     mailboxes,
     subdomains,
 )
@@ -125,8 +126,15 @@ def create_app(
     app.include_router(compat_addy.router)
     app.include_router(compat_simplelogin.router)
     app.include_router(subdomains.router)
+    app.include_router(domains.router)
     web.install(app)
-    docs.install(app, patches=[compat_addy.document_domain(settings.domain)])
+    docs.install(
+        app,
+        patches=[
+            compat_addy.document_domain(settings.domain),
+            addresses.document_domain(settings.domain),
+        ],
+    )
     # Innermost: the two hottest routes skip routing, everything else still applies.
     app.add_middleware(
         HotRoutes,

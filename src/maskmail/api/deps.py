@@ -83,7 +83,7 @@ async def refuse_unknown_key(request: Request) -> NoReturn:
     raise Unauthorized("unknown or revoked API key; create one with 'maskmail key create EMAIL'")
 
 
-async def _owner(request: Request, key_hash: str, conn: AsyncConnection) -> Owner:
+async def owner_of(request: Request, key_hash: str, conn: AsyncConnection) -> Owner:
     owner = await accounts.owner_for_key(conn, key_hash)
     if owner is None:
         await refuse_unknown_key(request)
@@ -91,11 +91,11 @@ async def _owner(request: Request, key_hash: str, conn: AsyncConnection) -> Owne
 
 
 async def get_owner(request: Request, key_hash: KeyHash, conn: Conn) -> Owner:
-    return await _owner(request, key_hash, conn)
+    return await owner_of(request, key_hash, conn)
 
 
 async def get_raw_key_owner(request: Request, key_hash: RawKeyHash, conn: Conn) -> Owner:
-    return await _owner(request, key_hash, conn)
+    return await owner_of(request, key_hash, conn)
 
 
 CurrentOwner = Annotated[Owner, Depends(get_owner)]

@@ -28,6 +28,7 @@ STATUS: dict[type[errors.MaskmailError], tuple[int, str]] = {
     errors.LimitReached: (403, "address_limit_reached"),
     errors.SubdomainLimitReached: (403, "subdomain_limit_reached"),
     errors.MailboxLimitReached: (403, "mailbox_limit_reached"),
+    errors.DomainLimitReached: (403, "domain_limit_reached"),
     errors.AddressNotFound: (404, "not_found"),
     errors.InvalidAddress: (422, "validation_error"),
     errors.RateLimited: (429, "rate_limited"),

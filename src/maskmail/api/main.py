@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from maskmail import logs
 from maskmail.api.app import create_app
 from maskmail.config import load_settings
-from maskmail.mail.plane import outbound_for
+from maskmail.mail.plane import notices_for
 
 
 def app_from_env() -> FastAPI:
@@ -18,4 +18,4 @@ def app_from_env() -> FastAPI:
     logs.configure(level=settings.log_level, fmt=settings.log_format, relay_domain=settings.domain)
     # Everything the lifespan made lives as long as the worker: keep the collector from
     # walking it again on every full collection.
-    return create_app(settings, on_started=gc.freeze, outbound=outbound_for(settings))
+    return create_app(settings, on_started=gc.freeze, outbound=notices_for(settings))

@@ -67,9 +67,3 @@ def bounced(local: str, now: int, secret: bytes, max_age_days: int = 7) -> Bounc
     if not hmac.compare_digest(signature, _signature(found.tag, day, secret)):
         return None
     return found
-
-
-def verify_bounce(local: str, now: int, secret: bytes, max_age_days: int = 7) -> int | None:
-    """The relay address id a bounce local part stands for, or None if forged or expired."""
-    found = bounced(local, now, secret, max_age_days)
-    return None if found is None else found.address_id

@@ -7,7 +7,8 @@
      ├── AddressTaken        a unique value that already exists (retried by the store)
      ├── LimitReached        the owner is at the address limit
      │    ├── SubdomainLimitReached  the owner already has a subdomain
-     │    └── MailboxLimitReached  at the mailbox limit
+     │    ├── MailboxLimitReached  at the mailbox limit
+     │    └── DomainLimitReached   at the custom domain limit
      ├── Unauthorized        no usable API key
      ├── UserExists / UserNotFound
      ├── StoreUnavailable    the database cannot be reached right now
@@ -58,6 +59,10 @@ class SubdomainLimitReached(LimitReached):
 
 
 class MailboxLimitReached(LimitReached):
+    pass
+
+
+class DomainLimitReached(LimitReached):
     pass
 
 

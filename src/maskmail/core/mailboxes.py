@@ -11,6 +11,7 @@ from email.utils import formatdate, make_msgid
 
 from maskmail.core.addresses import normalize_mailbox
 from maskmail.core.errors import InvalidAddress
+from maskmail.core.pgp import DeliveryKey
 
 # How long the link and the code stay good.
 VERIFY_SECONDS = 24 * 60 * 60
@@ -51,13 +52,15 @@ def new_mailbox(email: str, relay_domains: Iterable[str]) -> str:
     domain = mailbox.rpartition("@")[2]
     for ours in relay_domains:
         if domain == ours or domain.endswith("." + ours):
-            raise InvalidAddress(
-                "a mailbox cannot be at the relay's own domain", {"field": "email"}
-            )
+            raise at_relay_domain()
     return mailbox
 
 
-def _notice(*, to: str, sender: str, subject: str, when: float, text: str) -> bytes:
+def at_relay_domain() -> InvalidAddress:
+    return InvalidAddress("a mailbox cannot be at the relay's own domain", {"field": "email"})
+
+
+def notice(*, to: str, sender: str, subject: str, when: float, text: str) -> bytes:
     """A message of ours to the owner, marked as sent by a machine."""
     message = EmailMessage()
     message["From"] = sender
@@ -72,7 +75,7 @@ def _notice(*, to: str, sender: str, subject: str, when: float, text: str) -> by
 
 def verification_message(*, to: str, sender: str, link: str, code: str, when: float) -> bytes:
     """The message that asks the owner of ``to`` to confirm it."""
-    return _notice(
+    return notice(
         to=to,
         sender=sender,
         subject="Confirm your mailbox for maskmail",
@@ -95,6 +98,8 @@ class Destination:
     default: bool
     # Chosen for this address (PUT .../mailboxes); none chosen means the default.
     chosen: bool
+    # Forwards to it are encrypted to this key (PUT .../pgp).
+    key: DeliveryKey | None = None
 
 
 def _of_address(mailboxes: Sequence[Destination]) -> list[Destination]:
@@ -116,7 +121,7 @@ def senders(mailboxes: Sequence[Destination]) -> tuple[str, ...]:
 
 def pause_notice(*, to: str, sender: str, mailbox_id: int, when: float) -> bytes:
     """Tells the owner, at their default mailbox, that one of theirs stopped taking mail."""
-    return _notice(
+    return notice(
         to=to,
         sender=sender,
         subject="maskmail paused forwarding to one of your mailboxes",
@@ -125,4 +130,20 @@ def pause_notice(*, to: str, sender: str, mailbox_id: int, when: float) -> bytes
         "maskmail stopped forwarding to it. Your addresses keep forwarding to your other "
         "mailboxes.\nOnce it takes mail again, resume it with PATCH "
         f'/v3/relay/mailboxes/{mailbox_id} and the body {{"paused": false}}.\n',
+    )
+
+
+def encryption_notice(*, to: str, sender: str, mailbox_id: int, reason: str, when: float) -> bytes:
+    """Tells the owner, once, that forwards to a mailbox wait because its key failed.
+    Nothing of the waiting mail is in it (it goes out unencrypted)."""
+    return notice(
+        to=to,
+        sender=sender,
+        subject="maskmail cannot encrypt mail to one of your mailboxes",
+        when=when,
+        text=f"maskmail could not encrypt a forward to your mailbox {mailbox_id} with its "
+        f"OpenPGP key ({reason}). Mail for it is held back, never sent unencrypted: the "
+        "sending servers retry for a few days.\nReplace the key with PUT "
+        f"/v3/relay/mailboxes/{mailbox_id}/pgp, or remove it with DELETE on the same path "
+        "to receive forwards unencrypted.\n",
     )

@@ -108,6 +108,8 @@ async def _mailbox_bounce(
         mailbox_id=mailbox_id,
         when=when,
     )
+    if ctx.signer is not None:
+        notice = await ctx.signer.sign(notice)
     try:
         # The null sender: a notice that bounces in turn comes back to nobody.
         await ctx.outbound.deliver(notice, sender="", recipient=paused.default_mailbox)

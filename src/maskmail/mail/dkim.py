@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 from pathlib import Path
 
 import dkim
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
-KEY_BITS = 2048
+from maskmail.core.dkim_keys import KEY_BITS, generate_key, txt_value
+
+__all__ = ["KEY_BITS", "Signer", "dns_record", "generate_key", "load_signer", "txt_value"]
+
 TXT_CHUNK = 255  # one DNS character-string holds at most 255 bytes
 
 
@@ -42,25 +42,6 @@ def load_signer(path: Path, *, selector: str, domain: str) -> Signer | None:
     if not path.is_file():
         return None
     return Signer(path.read_bytes(), selector=selector, domain=domain)
-
-
-def generate_key() -> tuple[bytes, bytes]:
-    """A new RSA key: the private key (PEM) and the public key (DER), for the TXT record."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS)
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-    public = key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return private, public
-
-
-def txt_value(public_der: bytes) -> str:
-    """The record's value as one string, as a resolver hands it to a verifier."""
-    return f"v=DKIM1; k=rsa; p={base64.b64encode(public_der).decode('ascii')}"
 
 
 def dns_record(public_der: bytes, *, selector: str, domain: str) -> str:

@@ -1,7 +1,7 @@
-"""Addresses made on first mail: an unknown local part at a user's relay subdomain,
-while its catch-all is on, becomes that user's address at RCPT, then mail flows as to
-any other address. Asked by the SMTP handler and the policy service alike, through
-``recipients.check_recipient``."""
+"""Addresses made on first mail: an unknown local part at a user's relay subdomain or
+verified custom domain, while its catch-all is on, becomes that user's address at RCPT,
+then mail flows as to any other address. Asked by the SMTP handler and the policy
+service alike, through ``recipients.check_recipient``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from maskmail.core.errors import (
     RateLimited,
 )
 from maskmail.core.first_mail import catch_all_local, first_mail_description
+from maskmail.mail import custom_domains
 from maskmail.mail.context import MailContext
 from maskmail.store import subdomains as subdomain_store
 from maskmail.store.addresses import Place, create_address
@@ -32,7 +33,41 @@ async def make(
     RateLimited when this sender made too many lately."""
     async with ctx.drivers() as driver:
         holder = await subdomain_store.holder(driver, subdomain)
-    if holder is None or not holder.catch_all:
+    if holder is None:
+        raise AddressNotFound("no such address")
+    return await _make(
+        ctx,
+        mailbox,
+        holder.user_id,
+        holder.catch_all,
+        domain,
+        mail_from,
+        Place.SUBDOMAIN,
+        subdomain,
+    )
+
+
+async def make_at_domain(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> bool:
+    """``make``, for ``mailbox`` at a verified custom domain, for the domain's owner."""
+    holder = await custom_domains.holder(ctx, mailbox.domain)
+    if holder is None:
+        raise AddressNotFound("no such address")
+    return await _make(
+        ctx, mailbox, holder.user_id, holder.catch_all, mailbox.domain, mail_from, Place.DOMAIN
+    )
+
+
+async def _make(
+    ctx: MailContext,
+    mailbox: Mailbox,
+    user_id: int,
+    catch_all: bool,
+    domain: str,
+    mail_from: str,
+    place: Place,
+    on: str | None = None,
+) -> bool:
+    if not catch_all:
         raise AddressNotFound("no such address")
     local = catch_all_local(mailbox.local)
     now = ctx.clock().timestamp()
@@ -42,13 +77,13 @@ async def make(
         async with ctx.drivers() as driver, driver.writing():
             made = await create_address(
                 driver,
-                holder.user_id,
+                user_id,
                 domain=domain,
                 length=len(local),
                 limit=ctx.max_addresses_per_user,
                 description=first_mail_description(mail_from),
-                place=Place.SUBDOMAIN,
-                on=subdomain,
+                place=place,
+                on=on,
                 local=local,
             )
     except AddressTaken:

@@ -15,10 +15,11 @@ from maskmail.core.errors import (
     RelayDenied,
 )
 from maskmail.core.mailboxes import targets
-from maskmail.core.verdict import Action, Facts, Verdict, decide
-from maskmail.mail import first_mail, rewrite
+from maskmail.core.verdict import Action, Facts, decide
+from maskmail.mail import custom_domains, encryption, first_mail, rewrite
 from maskmail.mail.context import MailContext, envelope_sender, peer_ip
 from maskmail.mail.counting import count
+from maskmail.mail.dkim import Signer
 from maskmail.store import mailflow
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,12 @@ def owner_is_relay(ctx: MailContext, owner_mailbox: str) -> bool:
 async def _find(
     ctx: MailContext, mailbox: Mailbox, sender: str | None = None
 ) -> mailflow.Recipient:
-    where = envelope.placed(mailbox, ctx.domains)
-    found = None
-    if where is not None:
-        domain, subdomain = where
-        async with ctx.drivers() as driver:
-            found = await mailflow.find_recipient(
-                driver, mailbox.local, domain, subdomain=subdomain, sender=sender
-            )
+    # Not at a relay domain: at a custom domain, which the recipient check let through.
+    domain, subdomain = envelope.placed(mailbox, ctx.domains) or (mailbox.domain, None)
+    async with ctx.drivers() as driver:
+        found = await mailflow.find_recipient(
+            driver, mailbox.local, domain, subdomain=subdomain, sender=sender
+        )
     if found is None:
         raise AddressNotFound("no such address")
     return found
@@ -54,10 +53,13 @@ async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) ->
         found = await _find(ctx, mailbox)
     except AddressNotFound:
         where = envelope.placed(mailbox, ctx.domains)
+        if where is None:
+            await first_mail.make_at_domain(ctx, mailbox, mail_from)
         # Subdomains are claimed under MASKMAIL_DOMAIN only, never under older domains.
-        if where is None or where[1] is None or where[0] != ctx.domain.lower():
+        elif where[1] is None or where[0] != ctx.domain.lower():
             raise
-        await first_mail.make(ctx, mailbox, where[0], where[1], mail_from)
+        else:
+            await first_mail.make(ctx, mailbox, where[0], where[1], mail_from)
         found = await _find(ctx, mailbox)
     if owner_is_relay(ctx, found.owner_mailbox):
         raise RelayDenied("forwarding would loop")
@@ -67,13 +69,14 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
     """Deliver, block or drop one message; return once it is done and counted."""
     mail_from = envelope_sender(env)
     raw: bytes = env.original_content
-    header_block, _ = rewrite.split_message(raw)
+    header_block, body = rewrite.split_message(raw)
     headers = rewrite.parse_headers(header_block)
     fields = rewrite.header_fields(headers)
     origin = rewrite.origin(headers, mail_from)
     # Looked up again: the address may have been disabled or deleted since RCPT. The
     # reverse alias for replies comes with it when it was made before.
     found = await _find(ctx, mailbox, _replier(origin.reply_to))
+    sent_at = custom_domains.mail_domain(ctx, found.address)
     async with ctx.drivers() as driver:
         boxes = await mailflow.destinations(driver, found.address.user_id, found.address.id)
     owner_mailboxes = targets(boxes)
@@ -100,7 +103,7 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
         raise verdict.refusal(verdict.reason)
     if verdict.action is Action.FORWARD:
         reverse_alias = found.reverse_alias or await _reverse_alias(
-            ctx, found.address.id, origin.reply_to
+            ctx, found.address.id, origin.reply_to, sent_at
         )
         message = rewrite.rewrite(
             raw,
@@ -121,11 +124,24 @@ async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) ->
                 keep_verdicts=ctx.judge.trusts(ip),
             ),
         )
-        if ctx.signer is not None:
-            message = await ctx.signer.sign(message)
+        # Encrypted (where a mailbox has a key) before signing: the signature covers
+        # what is sent.
+        copies = await encryption.copies(ctx, message, fields, body, boxes, verdict.targets)
+        signer = await custom_domains.signer_for(ctx, sent_at)
+        if signer is not None:
+            copies = await _signed(signer, copies)
         mailbox_ids = {box.email: box.id for box in boxes}
-        await _send(ctx, message, verdict, found.address.id, mailbox_ids)
+        await _send(ctx, copies, found.address.id, mailbox_ids, sent_at)
     await count(ctx, found.address.id, verdict, sent=verdict.action is Action.FORWARD)
+
+
+async def _signed(signer: Signer, copies: dict[str, bytes]) -> dict[str, bytes]:
+    """Each distinct message signed once (copies without a key are the same bytes)."""
+    done: dict[bytes, bytes] = {}
+    for message in copies.values():
+        if message not in done:
+            done[message] = await signer.sign(message)
+    return {target: done[message] for target, message in copies.items()}
 
 
 def _replier(reply_to: str) -> str | None:
@@ -134,21 +150,23 @@ def _replier(reply_to: str) -> str | None:
     return reply_to if "@" in reply_to else None
 
 
-async def _reverse_alias(ctx: MailContext, address_id: int, reply_to: str) -> str | None:
+async def _reverse_alias(
+    ctx: MailContext, address_id: int, reply_to: str, domain: str
+) -> str | None:
     """The reverse alias replies should go to, made now if this is the sender's first."""
     sender = _replier(reply_to)
     if sender is None:
         return None
     async with ctx.drivers() as driver:
-        return await mailflow.reverse_alias(driver, address_id, sender, domain=ctx.domain)
+        return await mailflow.reverse_alias(driver, address_id, sender, domain=domain)
 
 
 async def _send(
     ctx: MailContext,
-    message: bytes,
-    verdict: Verdict,
+    copies: dict[str, bytes],
     address_id: int,
     mailbox_ids: dict[str, int],
+    domain: str,
 ) -> None:
     """One copy to each mailbox. Once any copy is delivered the message is done (a retry
     would send the delivered ones twice); only when none is does the sender hear of it,
@@ -157,15 +175,15 @@ async def _send(
     With several mailboxes each copy's bounce address names its mailbox, so a refusal
     counts against that mailbox alone; with one, it counts against the address."""
     now = int(ctx.clock().timestamp())
-    several = len(verdict.targets) > 1
+    several = len(copies) > 1
     failures: list[DeliveryDeferred | DeliveryRefused] = []
-    for target in verdict.targets:
+    for target, message in copies.items():
         mailbox_id = mailbox_ids.get(target) if several else None
-        sender = bounces.bounce_address(address_id, now, ctx.bounce_secret, ctx.domain, mailbox_id)
+        sender = bounces.bounce_address(address_id, now, ctx.bounce_secret, domain, mailbox_id)
         try:
             await ctx.outbound.deliver(message, sender=sender, recipient=target)
         except (DeliveryDeferred, DeliveryRefused) as exc:
             log.info("forward for address %d not delivered: %s", address_id, exc.message)
             failures.append(exc)
-    if len(failures) == len(verdict.targets):
+    if len(failures) == len(copies):
         raise next((f for f in failures if isinstance(f, DeliveryDeferred)), failures[0])

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
 from maskmail.mail.context import MailContext
-from maskmail.mail.dkim import load_signer
+from maskmail.mail.dkim import Signer, load_signer
 from maskmail.mail.handler import RelayHandler
 from maskmail.mail.outbound import Outbox, Smarthost
 from maskmail.mail.policy import start_policy
@@ -38,6 +38,35 @@ def outbound_for(settings: Settings) -> Smarthost | Outbox:
     return Smarthost(
         host, port, timeout=settings.outbound_timeout, local_hostname=settings.mail_hostname
     )
+
+
+def signer_for(settings: Settings) -> Signer | None:
+    return load_signer(
+        settings.dkim_key_path, selector=settings.dkim_selector, domain=settings.domain
+    )
+
+
+class Notices:
+    """maskmail's own messages from the relay domain (a mailbox's verification): signed
+    with the relay domain's DKIM key as forwards are, so they pass DMARC, then sent the
+    same way."""
+
+    def __init__(self, outbound: Smarthost | Outbox, signer: Signer | None) -> None:
+        self.outbound = outbound
+        self.signer = signer
+
+    async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None:
+        if self.signer is not None:
+            message = await self.signer.sign(message)
+        await self.outbound.deliver(message, sender=sender, recipient=recipient)
+
+    async def close(self) -> None:
+        await self.outbound.close()
+
+
+def notices_for(settings: Settings) -> Notices:
+    """The outbound path for the API's messages: the mail plane's, signed."""
+    return Notices(outbound_for(settings), signer_for(settings))
 
 
 async def older_domains(engine: AsyncEngine, domain: str) -> frozenset[str]:
@@ -79,9 +108,7 @@ async def mail_plane(
                 judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
                 bounce_secret=load_bounce_secret(settings),
                 bounce_pause_threshold=settings.bounce_pause_threshold,
-                signer=load_signer(
-                    settings.dkim_key_path, selector=settings.dkim_selector, domain=settings.domain
-                ),
+                signer=signer_for(settings),
                 authserv_ids=settings.authserv_id_list,
                 rewriters=rewriters,
             )

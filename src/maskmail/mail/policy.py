@@ -3,7 +3,9 @@
 With it, Postfix refuses unknown relay addresses, unknown reverse aliases, forged bounce
 addresses and strangers writing to a reverse alias while the sender is still connected,
 so it never accepts mail it would later have to bounce (backscatter). The answer comes
-from ``recipients.check_recipient``, the rule the SMTP handler applies at RCPT.
+from ``recipients.check_recipient``, the rule the SMTP handler applies at RCPT. The
+same port answers Postfix's socketmap lookups of users' custom domains
+(``mail/socketmap.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 import logging
 
 from maskmail.core.errors import MaskmailError
-from maskmail.mail import recipients, replies
+from maskmail.mail import recipients, replies, socketmap
 from maskmail.mail.context import MailContext
 from maskmail.mail.policy_protocol import (
     MAX_LINE,
@@ -48,7 +50,7 @@ async def decide(ctx: MailContext, request: dict[str, str]) -> str:
     if request.get("protocol_state", "").upper() != "RCPT":
         return PERMIT
     recipient = request.get("recipient", "")
-    if not recipients.serves(ctx, recipient):
+    if not await recipients.receives(ctx, recipient):
         return PERMIT
     try:
         async with asyncio.timeout(DECISION_TIMEOUT):
@@ -89,9 +91,17 @@ class PolicyServer:
             writer.close()
 
     async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # The port also answers Postfix's socketmap lookups (mail/socketmap.py): the
+        # first byte tells the two protocols apart.
+        async with asyncio.timeout(self.idle_timeout):
+            first = await reader.read(1)
+        if socketmap.starts_request(first):
+            await socketmap.serve(self.ctx, reader, writer, first, self.idle_timeout)
+            return
         while True:
             async with asyncio.timeout(self.idle_timeout):
-                request = await read_request(reader)
+                request = await read_request(reader, first)
+                first = b""
             if request is None:
                 return
             try:

@@ -30,7 +30,7 @@ def parse_line(line: bytes) -> tuple[str, str]:
     return name.decode("ascii").lower(), value.decode("utf-8", "replace")
 
 
-async def read_request(reader: asyncio.StreamReader) -> dict[str, str] | None:
+async def read_request(reader: asyncio.StreamReader, prefix: bytes = b"") -> dict[str, str] | None:
     """The next request's attributes, or None when the peer closed between requests.
 
     The reader must be made with ``limit=MAX_LINE``. A repeated name keeps its last
@@ -41,6 +41,8 @@ async def read_request(reader: asyncio.StreamReader) -> dict[str, str] | None:
     while True:
         try:
             line = await reader.readuntil(b"\n")
+            if prefix:
+                line, prefix = prefix + line, b""
         except asyncio.IncompleteReadError as exc:
             if not exc.partial and not lines:
                 return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from maskmail.core import envelope, reverse
 from maskmail.core.envelope import Mailbox
 from maskmail.core.errors import MaskmailError, RelayDenied
-from maskmail.mail import bouncing, forwarding, replying
+from maskmail.mail import bouncing, custom_domains, forwarding, replying
 from maskmail.mail.context import MailContext
 
 
@@ -21,6 +21,17 @@ def serves(ctx: MailContext, address: str) -> bool:
         return False
 
 
+async def receives(ctx: MailContext, address: str) -> bool:
+    """``serves``, or at a user's verified custom domain."""
+    if serves(ctx, address):
+        return True
+    try:
+        mailbox = envelope.parse_mailbox(address)
+    except MaskmailError:
+        return False
+    return await custom_domains.holder(ctx, mailbox.domain) is not None
+
+
 async def check_recipient(ctx: MailContext, address: str, mail_from: str) -> Mailbox:
     """The recipient, when mail from ``mail_from`` ("" for a bounce) may be sent to it.
 
@@ -29,7 +40,10 @@ async def check_recipient(ctx: MailContext, address: str, mail_from: str) -> Mai
     reverse alias.
     """
     mailbox = envelope.parse_mailbox(address)
-    if not envelope.is_ours(mailbox, ctx.domains):
+    if not envelope.is_ours(mailbox, ctx.domains) and not await custom_domains.holder(
+        ctx, mailbox.domain
+    ):
+        # A foreign domain, or a custom domain not verified (yet).
         raise RelayDenied("relaying denied")
     if bouncing.is_bounce(mailbox):
         await bouncing.bounce_recipient(ctx, mailbox)

@@ -12,7 +12,7 @@ from maskmail.core import mailboxes, senders
 from maskmail.core.envelope import Mailbox
 from maskmail.core.errors import AddressNotFound, DeliveryDeferred, DeliveryRefused
 from maskmail.core.verdict import Action, ReplyFacts, Verdict, decide_reply
-from maskmail.mail import rewrite
+from maskmail.mail import custom_domains, rewrite
 from maskmail.mail.context import MailContext, envelope_sender, peer_ip
 from maskmail.mail.counting import count
 from maskmail.mail.reply_rewrite import Reply, rewrite_reply
@@ -124,8 +124,9 @@ async def reply(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) -> N
             scrubbed=found.everyone,
         ),
     )
-    if ctx.signer is not None:
-        message = await ctx.signer.sign(message)
+    message = await custom_domains.sign(
+        ctx, message, custom_domains.mail_domain(ctx, route.address)
+    )
     try:
         # From the relay address: a bounce of the reply reaches the owner as mail to it.
         await ctx.outbound.deliver(message, sender=relay, recipient=route.outside)

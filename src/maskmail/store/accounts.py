@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
@@ -153,8 +155,16 @@ async def mark_used(driver: Driver, key_hash: str, when: int) -> None:
 # answered from a cache, so a revoked key stops at once.
 LIVE_KEY = "SELECT user_id, id FROM api_keys WHERE key_hash = ? AND revoked_time IS NULL"
 _OWNER_FOR_KEY = text(LIVE_KEY.replace("?", ":key_hash"))
+_OWNER_FOR_KEY_ON_DRIVER = Statement.portable(LIVE_KEY)
 
 
-async def owner_for_key(conn: AsyncConnection, key_hash: str) -> Owner | None:
-    row = (await conn.execute(_OWNER_FOR_KEY, {"key_hash": key_hash})).first()
+async def owner_for_key(conn: AsyncConnection | Driver, key_hash: str) -> Owner | None:
+    """The key's owner, on whichever connection the caller holds: a request's SQLAlchemy
+    transaction, or a driver connection (creating an address on the driver)."""
+    row: Sequence[Any] | None
+    if isinstance(conn, AsyncConnection):
+        row = (await conn.execute(_OWNER_FOR_KEY, {"key_hash": key_hash})).first()
+    else:
+        found = await conn.rows(_OWNER_FOR_KEY_ON_DRIVER, key_hash)
+        row = found[0] if found else None
     return None if row is None else Owner(user_id=int(row[0]), key_id=int(row[1]))

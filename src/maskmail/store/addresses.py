@@ -38,6 +38,7 @@ from maskmail.core.errors import (
 )
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
+from maskmail.store import accounts, tombstones
 from maskmail.store import bounces as bounce_store
 from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.clock import now, today
@@ -55,7 +56,7 @@ _COUNTERS: tuple[Counter, ...] = get_args(Counter)
 
 def record(row: Sequence[Any]) -> RelayAddress:
     """An address from a row of ADDRESS_COLUMNS, by position: reading fourteen attributes
-    by name per row cost as much as the rest of a listing."""
+    by name per row was a large share of a listing's cost."""
     # SQLite's driver returns booleans as 0/1.
     return RelayAddress(
         row[0], row[1], row[2], row[3], row[4], bool(row[5]), bool(row[6]), *row[7:]
@@ -67,7 +68,6 @@ _NEW_ROW_COLUMNS = (
     "INSERT INTO addresses (user_id, address, domain, subdomain, enabled, block_spam, "
     "description, created_time, updated_time, num_forwarded, num_blocked, num_replied, num_spam)"
 )
-_OWNER_OF_KEY = Statement.portable(LIVE_KEY)
 # The owner, whether they make new addresses on their subdomain, and its name (or NULL).
 _SUBDOMAIN = (
     select(subdomains.c.subdomain).where(subdomains.c.user_id == users.c.id).scalar_subquery()
@@ -78,12 +78,13 @@ _USER = select(users.c.id, users.c.use_relay_subdomain, _SUBDOMAIN).where(
 # FOR UPDATE on PostgreSQL; SQLite has none (its BEGIN IMMEDIATE serialises writers).
 _LOCK_USER = Statement.from_core(_USER.with_for_update(), "user_id")
 _USER_EXISTS = Statement.from_core(_USER, "user_id")
+_SUBDOMAIN_NAME = Statement.from_core(
+    select(subdomains.c.subdomain).where(subdomains.c.user_id == bindparam("user_id")),
+    "user_id",
+)
 _COUNT = Statement.from_core(
     select(func.count()).select_from(addresses).where(addresses.c.user_id == bindparam("user_id")),
     "user_id",
-)
-_TOMBSTONE = Statement.portable(
-    "INSERT INTO tombstones (hash, created_time) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1"
 )
 _INSERT = Statement.portable(
     f"{_NEW_ROW_COLUMNS} VALUES (?, ?, ?, ?, TRUE, FALSE, ?, ?, NULL, 0, 0, 0, 0) "
@@ -93,8 +94,8 @@ _INSERT = Statement.portable(
 # No row back means an unknown key, an owner who makes addresses on their subdomain, or
 # a drawn address that was handed out before.
 _LIVE_KEY_ON_DOMAIN = (
-    "SELECT k.user_id FROM api_keys k JOIN users u ON u.id = k.user_id "
-    "WHERE k.key_hash = ? AND k.revoked_time IS NULL AND NOT u.use_relay_subdomain"
+    f"SELECT k.user_id FROM ({LIVE_KEY}) k JOIN users u ON u.id = k.user_id "
+    "WHERE NOT u.use_relay_subdomain"
 )
 _CREATE_FOR_KEY = Statement.per_dialect(
     postgresql=f"WITH o AS ({_LIVE_KEY_ON_DOMAIN}), "
@@ -156,7 +157,18 @@ async def create_address(
     owner = await driver.rows(_LOCK_USER if limit > 0 else _USER_EXISTS, user_id)
     if not owner:
         raise UserNotFound(f"no user with id {user_id}")
-    subdomain = _placed(place, bool(owner[0][1]), owner[0][2], on)
+    uses_subdomain, subdomain = bool(owner[0][1]), owner[0][2]
+    if subdomain is not None and (
+        place is Place.SUBDOMAIN or (place is Place.DEFAULT and uses_subdomain)
+    ):
+        # Renaming or deleting the subdomain locks the owner's row first too: under that
+        # lock the name is read again, so that no address is made on a name whose
+        # addresses a rename has just deleted.
+        if limit <= 0:
+            await driver.rows(_LOCK_USER, user_id)
+        found = await driver.rows(_SUBDOMAIN_NAME, user_id)
+        subdomain = found[0][0] if found else None
+    subdomain = _placed(place, uses_subdomain, subdomain, on)
     if limit > 0 and (await driver.rows(_COUNT, user_id))[0][0] >= limit:
         raise LimitReached(
             f"this account has reached its limit of {limit} addresses; "
@@ -169,7 +181,7 @@ async def create_address(
     for _ in range(1 if local else MAX_DRAWS):
         drawn = local or rules.generate_local_part(length, choose)
         tombstone = rules.tombstone(rules.full_address(drawn, domain, subdomain))
-        if not await driver.rows(_TOMBSTONE, tombstone, created):
+        if not await tombstones.reserve(driver, tombstone, created):
             continue  # handed out before
         made = await driver.rows(_INSERT, user_id, drawn, domain, subdomain, description, created)
         if made:
@@ -182,11 +194,6 @@ async def create_address(
         if local
         else "could not find a free address; try again"
     )
-
-
-async def _owner_of_key(driver: Driver, key_hash: str) -> int | None:
-    found = await driver.rows(_OWNER_OF_KEY, key_hash)
-    return int(found[0][0]) if found else None
 
 
 async def create_for_key(
@@ -216,11 +223,11 @@ async def create_for_key(
             return record(made[0])
         # An unknown key, a subdomain, or an address handed out before: the general way.
     async with driver.writing():
-        user_id = await _owner_of_key(driver, key_hash)
-        if user_id is None:
+        owner = await accounts.owner_for_key(driver, key_hash)
+        if owner is None:
             return None
         return await create_address(
-            driver, user_id, domain=domain, length=length, limit=limit, choose=choose
+            driver, owner.user_id, domain=domain, length=length, limit=limit, choose=choose
         )
 
 

@@ -29,9 +29,9 @@ def is_sqlite(url: str) -> bool:
 
 # Every statement is prepared once per connection (asyncpg), and its generic plan is kept.
 # By default PostgreSQL planned a page anew on each execution, because the generic plan's
-# estimate for an unknown LIMIT looked dearer than a custom plan: planning doubled the
-# backend's CPU per page. Our statements look rows up by keys and
-# owners, where the generic plan is the custom one.
+# estimate for an unknown LIMIT looked dearer than a custom plan, so the backend spent
+# as much on planning as on the page (docs/benchmarks.md). Our statements look rows up by
+# keys and owners, where the generic plan is the custom one.
 PG_SETTINGS = {"plan_cache_mode": "force_generic_plan"}
 
 

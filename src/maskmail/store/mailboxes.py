@@ -57,6 +57,15 @@ def _not_found() -> MailboxNotFound:
     return MailboxNotFound("no such mailbox")
 
 
+async def lock_owner(conn: AsyncConnection, user_id: int) -> None:
+    """Take the owner's row (on PostgreSQL; SQLite's write transactions are serial
+    already) before a change that reads their mailboxes or subdomain and then writes,
+    so that two such changes run one after the other: two adds never both pass the
+    limit, a delete and a new default never leave the user without a default, and an
+    address is never made on a subdomain name being renamed."""
+    await conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
+
+
 async def add_first(conn: AsyncConnection, user_id: int, email: str, created_time: int) -> None:
     """Mailbox one: the address the user was added with, verified and the default."""
     await conn.execute(_insert(user_id, email, created_time).values(verified=True, is_default=True))
@@ -91,9 +100,7 @@ async def add_mailbox(
     conn: AsyncConnection, user_id: int, email: str, proof: Proof, *, limit: int
 ) -> Mailbox:
     """An unverified mailbox, under ``limit``; the same mailbox twice (in any case) is a 422."""
-    # The owner's row, locked on PostgreSQL, keeps two concurrent adds from both passing
-    # the limit; SQLite's write transactions are serial already.
-    await conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
+    await lock_owner(conn, user_id)
     count = await conn.scalar(
         select(func.count()).select_from(mailboxes).where(mailboxes.c.user_id == user_id)
     )
@@ -155,6 +162,7 @@ async def verify_by_code(
 
 
 async def set_default(conn: AsyncConnection, user_id: int, mailbox_id: int) -> Mailbox:
+    await lock_owner(conn, user_id)
     mailbox = await get_mailbox(conn, user_id, mailbox_id)
     if not mailbox.verified:
         raise InvalidAddress("only a verified mailbox can be the default", {"field": "default"})
@@ -168,6 +176,7 @@ async def set_default(conn: AsyncConnection, user_id: int, mailbox_id: int) -> M
 
 async def delete_mailbox(conn: AsyncConnection, user_id: int, mailbox_id: int) -> None:
     """Gone; the addresses that forwarded only to it forward to the default mailbox."""
+    await lock_owner(conn, user_id)
     mailbox = await get_mailbox(conn, user_id, mailbox_id)
     if mailbox.default:
         raise InvalidAddress("the default mailbox cannot be deleted", {"field": "id"})
@@ -201,6 +210,7 @@ async def set_address_mailboxes(
     wanted = sorted(set(mailbox_ids))
     if not wanted:
         raise InvalidAddress("choose at least one mailbox", {"field": "mailbox_ids"})
+    await lock_owner(conn, user_id)
     found = set(
         await conn.scalars(
             select(mailboxes.c.id).where(

@@ -12,11 +12,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import reverse
 from maskmail.core.mailboxes import Destination
+from maskmail.core.pgp import DeliveryKey
 from maskmail.core.records import RelayAddress
 from maskmail.store import reverse_aliases as aliases
 from maskmail.store.addresses import ADDRESS_COLUMNS, record
 from maskmail.store.driver import Driver, Statement, as_driver
-from maskmail.store.tables import address_mailboxes, addresses, mailboxes, reverse_aliases, users
+from maskmail.store.tables import (
+    address_mailboxes,
+    addresses,
+    mailbox_keys,
+    mailboxes,
+    reverse_aliases,
+    users,
+)
 
 # The address in RelayAddress's field order, then its owner's mailbox: one round trip.
 _OWNED = addresses.join(users, users.c.id == addresses.c.user_id)
@@ -100,7 +108,12 @@ _DESTINATIONS = Statement.from_core(
             address_mailboxes.c.address_id == bindparam("address_id"),
             address_mailboxes.c.mailbox_id == mailboxes.c.id,
         ),
+        mailbox_keys.c.public_key,
+        mailbox_keys.c.fingerprint,
+        mailbox_keys.c.encrypt_subject,
+        mailbox_keys.c.failed_time.is_not(None),
     )
+    .select_from(mailboxes.outerjoin(mailbox_keys, mailbox_keys.c.mailbox_id == mailboxes.c.id))
     .where(mailboxes.c.user_id == bindparam("user_id"))
     .order_by(mailboxes.c.id),
     "address_id",
@@ -109,11 +122,19 @@ _DESTINATIONS = Statement.from_core(
 
 
 async def destinations(driver: Driver, user_id: int, address_id: int) -> list[Destination]:
-    """Every mailbox of the address's owner, and whether the address chose it; the rule
-    of which get mail is ``core.mailboxes.targets``."""
+    """Every mailbox of the address's owner, whether the address chose it, and its
+    OpenPGP key; the rule of which get mail is ``core.mailboxes.targets``."""
     rows = await driver.rows(_DESTINATIONS, address_id, user_id)
     return [
-        Destination(int(r[0]), str(r[1]), bool(r[2]), bool(r[3]), bool(r[4]), bool(r[5]))
+        Destination(
+            int(r[0]),
+            str(r[1]),
+            bool(r[2]),
+            bool(r[3]),
+            bool(r[4]),
+            bool(r[5]),
+            key=None if r[6] is None else DeliveryKey(str(r[6]), str(r[7]), bool(r[8]), bool(r[9])),
+        )
         for r in rows
     ]
 

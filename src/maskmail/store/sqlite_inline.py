@@ -1,11 +1,11 @@
 """SQLite without a thread hop per call: the stdlib driver, run on the event loop's thread.
 
 aiosqlite sends every call (cursor, execute, fetch, close, commit) to its own thread. Under
-load each hop waits for the GIL behind the event loop, and the benchmark measured a page
-GET at about twenty hops (docs/benchmarks.md). Our statements take microseconds, so
-they run inline instead, behind the async shape SQLAlchemy's aiosqlite dialect expects.
-That shape is the adapter's private one: tests/store/test_library_internals.py fails when
-it changes, and pyproject.toml bounds SQLAlchemy.
+load each hop waits for the GIL behind the event loop, and a page GET makes many of them
+(docs/benchmarks.md). Our statements are short, so they run inline instead, behind the
+async shape SQLAlchemy's aiosqlite dialect expects. That shape is the adapter's private
+one: tests/store/test_library_internals.py fails when it changes, and pyproject.toml
+bounds SQLAlchemy.
 
 The one call that can wait is taking the write lock (``BEGIN IMMEDIATE``). Writers of one
 process queue on an asyncio lock, so inline they never wait for each other; the lock is

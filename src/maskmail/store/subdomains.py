@@ -7,15 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, text, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import subdomains as rules
 from maskmail.core.errors import AddressNotFound, InvalidAddress, SubdomainLimitReached
 from maskmail.core.subdomains import Subdomain
+from maskmail.store import tombstones
 from maskmail.store.clock import now
 from maskmail.store.driver import Driver, Statement
+from maskmail.store.mailboxes import lock_owner
 from maskmail.store.tables import addresses, subdomains, users
 
 _COLUMNS = (
@@ -26,10 +28,6 @@ _COLUMNS = (
     subdomains.c.created_time,
 )
 _NOT_FOUND = "no such subdomain"
-_RESERVE = text(
-    "INSERT INTO tombstones (hash, created_time) VALUES (:hash, :created) "
-    "ON CONFLICT DO NOTHING RETURNING 1"
-)
 
 
 def _record(row: Any) -> Subdomain:
@@ -50,10 +48,7 @@ async def _reserve(conn: AsyncConnection, name: str, domain: str) -> None:
     first's transaction and then finds the row.
     """
     rules.check_subdomain(name)
-    written = await conn.execute(
-        _RESERVE, {"hash": rules.subdomain_tombstone(name, domain), "created": now()}
-    )
-    if written.first() is None:
+    if not await tombstones.reserve(conn, rules.subdomain_tombstone(name, domain), now()):
         raise InvalidAddress("this subdomain is taken or was used before", {"field": "subdomain"})
 
 
@@ -83,6 +78,10 @@ def _limit() -> SubdomainLimitReached:
 
 
 async def _owned(conn: AsyncConnection, user_id: int, subdomain_id: int) -> Subdomain:
+    """The user's subdomain, locked; the owner's row first, as creating an address on
+    the subdomain locks it (``store.addresses.create_address``), so that a create waits
+    for a rename under way and then sees the new name."""
+    await lock_owner(conn, user_id)
     row = (
         await conn.execute(
             select(*_COLUMNS)

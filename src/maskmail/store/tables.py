@@ -12,6 +12,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     UniqueConstraint,
     false,
     func,
@@ -114,6 +115,34 @@ subdomains = Table(
     Column("created_time", BigInteger, nullable=False),
 )
 
+# Domains users own and receive mail at (docs/api.md, "Custom domains"). ``verified``:
+# the ownership TXT record was found once, and from then on mail is accepted; the five
+# ``*_ok`` are the latest check of each record. The DKIM key signs mail from the domain.
+custom_domains = Table(
+    "custom_domains",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("domain", String(253), nullable=False, unique=True),
+    Column("verified", Boolean, nullable=False, server_default=false()),
+    Column("catch_all", Boolean, nullable=False, server_default=true()),
+    Column("ownership_token", String(64), nullable=False),
+    Column("dkim_selector", String(63), nullable=False),
+    Column("dkim_private_key", Text, nullable=False),
+    # The DKIM record's value (v=DKIM1; k=rsa; p=...), as the owner publishes it.
+    Column("dkim_txt", Text, nullable=False),
+    Column("ownership_ok", Boolean, nullable=False, server_default=false()),
+    Column("mx_ok", Boolean, nullable=False, server_default=false()),
+    Column("spf_ok", Boolean, nullable=False, server_default=false()),
+    Column("dkim_ok", Boolean, nullable=False, server_default=false()),
+    Column("dmarc_ok", Boolean, nullable=False, server_default=false()),
+    Column("created_time", BigInteger, nullable=False),
+    Column("checked_time", BigInteger, nullable=True),
+    # Set when the owner was told that records went away; cleared once all pass again.
+    Column("warned_time", BigInteger, nullable=True),
+    Index(None, "user_id"),
+)
+
 # One row for every address ever handed out, kept after deletion, so none is reused.
 tombstones = Table(
     "tombstones",
@@ -185,6 +214,21 @@ address_mailboxes = Table(
     Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), primary_key=True),
     Column("mailbox_id", IdType, ForeignKey("mailboxes.id", ondelete="CASCADE"), primary_key=True),
     Index(None, "mailbox_id"),
+)
+
+# A mailbox's OpenPGP key (docs/api.md, "PGP keys"): forwards to it are encrypted.
+# ``failed_time``: encryption failed and the owner was told; cleared by a success or a
+# new key, so they are told once, not on every retry.
+mailbox_keys = Table(
+    "mailbox_keys",
+    metadata,
+    Column("mailbox_id", IdType, ForeignKey("mailboxes.id", ondelete="CASCADE"), primary_key=True),
+    Column("public_key", Text, nullable=False),
+    Column("fingerprint", String(64), nullable=False),
+    Column("encrypt_subject", Boolean, nullable=False, server_default=false()),
+    Column("created_time", BigInteger, nullable=False),
+    Column("expires_time", BigInteger, nullable=True),
+    Column("failed_time", BigInteger, nullable=True),
 )
 
 # Signed-in dashboard sessions; only the SHA-256 of the cookie's token is stored.

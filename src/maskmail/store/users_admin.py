@@ -5,22 +5,20 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
 from maskmail.core.errors import UserNotFound
-from maskmail.store import mailboxes
+from maskmail.store import mailboxes, tombstones
 from maskmail.store.accounts import user_id_for_email
 from maskmail.store.addresses import list_addresses
-from maskmail.store.clock import now
 from maskmail.store.tables import (
     addresses,
     api_keys,
     bounces,
     daily_activity,
     reverse_aliases,
-    tombstones,
     users,
     web_sessions,
 )
@@ -109,19 +107,12 @@ async def delete_user(conn: AsyncConnection, email: str) -> int:
     user_id = await user_id_for_email(conn, email)
     owned = (
         await conn.execute(
-            select(addresses.c.address, addresses.c.domain).where(addresses.c.user_id == user_id)
+            select(addresses.c.address, addresses.c.domain, addresses.c.subdomain).where(
+                addresses.c.user_id == user_id
+            )
         )
     ).all()
-    hashes = {rules.tombstone(rules.full_address(row[0], row[1])) for row in owned}
-    if hashes:
-        kept = set(
-            (
-                await conn.execute(select(tombstones.c.hash).where(tombstones.c.hash.in_(hashes)))
-            ).scalars()
-        )
-        missing = [{"hash": h, "created_time": now()} for h in sorted(hashes - kept)]
-        if missing:
-            await conn.execute(insert(tombstones), missing)
+    await tombstones.keep(conn, (rules.tombstone(rules.full_address(*row)) for row in owned))
     # Deleted in order, rather than left to ON DELETE CASCADE, so that the outcome does
     # not rest on a connection's foreign-key setting.
     theirs = select(addresses.c.id).where(addresses.c.user_id == user_id).scalar_subquery()

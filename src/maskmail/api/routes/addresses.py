@@ -9,9 +9,15 @@ from starlette.responses import Response
 
 from maskmail.api import listing
 from maskmail.api.deps import Conn, CurrentOwner, get_key_hash, refuse_unknown_key
-from maskmail.api.docs import errors_for
+from maskmail.api.docs import SchemaPatch, errors_for
 from maskmail.api.memo import Memo
-from maskmail.api.routes.shared import AddressId, json
+from maskmail.api.routes.shared import (
+    AddressId,
+    create_on,
+    has_body,
+    json,
+    requested_domain,
+)
 from maskmail.api.schemas import AddressUpdate, Page, PrivateEmail, address_json
 from maskmail.api.urls import links_for
 from maskmail.config import Settings
@@ -86,13 +92,40 @@ async def list_addresses(request: Request) -> Response:
 @router.post(
     "",
     response_model=PrivateEmail,
-    responses=errors_for(401, 403, 413, 429, 503),
+    responses=errors_for(401, 403, 413, 422, 429, 503),
     summary="Generate a new address",
-    description="Any request body is ignored. The new address is enabled, with zero counters.",
+    description=(
+        "The new address is enabled, with zero counters. A JSON body may name its "
+        '`domain` (`{"domain": "example.org"}`): the relay\'s domain, the caller\'s '
+        "subdomain or one of their verified custom domains (422 otherwise). Any other "
+        "body, or field, is ignored."
+    ),
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "properties": {
+                            "domain": {
+                                "type": ["string", "null"],
+                                "description": "The relay's domain, the caller's subdomain "
+                                "or one of their verified custom domains.",
+                            }
+                        },
+                    }
+                }
+            },
+        }
+    },
 )
 async def create_address(request: Request) -> Response:
     key_hash = await get_key_hash(request)
     settings: Settings = request.app.state.settings
+    # Only a request that sends a body leaves the one-statement path.
+    if has_body(request) and (requested := requested_domain(await request.body())) is not None:
+        return await create_on(request, key_hash, requested)
     drivers: Checkout = request.app.state.drivers
     async with drivers() as driver:
         made = await store.create_for_key(
@@ -165,3 +198,16 @@ async def put_address(
 async def delete_address(address_id: AddressId, owner: CurrentOwner, conn: Conn) -> Response:
     await store.delete_address(conn, owner.user_id, address_id)
     return Response(status_code=204)
+
+
+def document_domain(domain: str) -> SchemaPatch:
+    """An OpenAPI patch: the one ``domain`` every caller may name is the relay's (their
+    subdomain and custom domains are theirs alone, so no schema lists them)."""
+
+    def patch(schema: dict[str, Any]) -> None:
+        body = schema["paths"]["/v3/relay/addresses"]["post"]["requestBody"]
+        field = body["content"]["application/json"]["schema"]["properties"]["domain"]
+        field.pop("type")
+        field["anyOf"] = [{"type": "string", "enum": [domain, ""]}, {"type": "null"}]
+
+    return patch

@@ -17,12 +17,11 @@ from maskmail.api.contracts import contract_errors, contract_route
 from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import SchemaPatch
 from maskmail.api.errors import Problem
-from maskmail.api.routes.shared import generate, json
+from maskmail.api.routes.shared import generate, json, place_for, subdomain_hosts
 from maskmail.api.schemas import NO_NUL, StorableStr
 from maskmail.core.descriptions import clean_description
-from maskmail.core.errors import InvalidAddress
 from maskmail.core.records import RelayAddress
-from maskmail.store import addresses as addresses_store
+from maskmail.store import custom_domains as custom_domain_store
 from maskmail.store import subdomains as subdomain_store
 
 TAG = "compatibility: addy.io"
@@ -130,28 +129,6 @@ def alias_json(rec: RelayAddress) -> dict[str, Any]:
     }
 
 
-async def _place(
-    conn: Conn, user_id: int, requested: str | None, domain: str
-) -> addresses_store.Place:
-    """Where the alias goes: the domain, the caller's subdomain, or (none named) as the
-    caller chose with ``use_relay_subdomain``."""
-    if requested is None or not requested.strip():
-        return addresses_store.Place.DEFAULT
-    host = requested.strip().lower().rstrip(".")
-    if host == domain:
-        return addresses_store.Place.DOMAIN
-    if host in await _subdomain_hosts(conn, user_id, domain):
-        return addresses_store.Place.SUBDOMAIN
-    raise InvalidAddress(
-        f"'{requested.strip()[:100]}' is not a domain of this maskmail server; use {domain}",
-        {"field": "domain"},
-    )
-
-
-async def _subdomain_hosts(conn: Conn, user_id: int, domain: str) -> list[str]:
-    return [f"{s.subdomain}.{domain}" for s in await subdomain_store.list_subdomains(conn, user_id)]
-
-
 @router.post(
     "/aliases",
     status_code=201,
@@ -170,9 +147,9 @@ async def create_alias(
     body: CreateAlias | None = None,
 ) -> Response:
     request = body or CreateAlias()
-    place = await _place(conn, owner.user_id, request.domain, settings.domain)
+    place, domain = await place_for(conn, owner.user_id, request.domain, settings)
     created = await generate(
-        conn, owner.user_id, settings, clean_description(request.description), place
+        conn, owner.user_id, settings, clean_description(request.description), place, domain
     )
     return json({"data": alias_json(created)}, status=201)
 
@@ -184,11 +161,12 @@ async def create_alias(
     summary="Domains an alias may use (addy.io)",
 )
 async def domain_options(owner: CurrentOwner, conn: Conn, settings: CurrentSettings) -> Response:
-    hosts = await _subdomain_hosts(conn, owner.user_id, settings.domain)
+    hosts = await subdomain_hosts(conn, owner.user_id, settings.domain)
     on_subdomain = bool(hosts) and await subdomain_store.uses_subdomain(conn, owner.user_id)
+    own = await custom_domain_store.verified_names(conn, owner.user_id)
     return json(
         {
-            "data": [settings.domain, *hosts],
+            "data": [settings.domain, *hosts, *own],
             "defaultAliasDomain": hosts[0] if on_subdomain else settings.domain,
             "defaultAliasFormat": DEFAULT_FORMAT,
         }

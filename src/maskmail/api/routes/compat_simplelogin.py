@@ -20,8 +20,12 @@ from maskmail.api.errors import Problem
 from maskmail.api.routes.shared import generate, json
 from maskmail.api.schemas import NO_NUL, StorableStr
 from maskmail.core.descriptions import clean_description
+from maskmail.core.errors import AddressTaken, InvalidAddress
+from maskmail.core.first_mail import catch_all_local
 from maskmail.core.records import RelayAddress
 from maskmail.store import accounts
+from maskmail.store import custom_domains as custom_domain_store
+from maskmail.store.addresses import Place, create_address
 
 TAG = "compatibility: SimpleLogin"
 
@@ -134,6 +138,101 @@ async def create_random_alias(
 ) -> Response:
     note = body.note if body is not None else None
     created = await generate(conn, owner.user_id, settings, clean_description(note or hostname))
+    return json(alias_json(created), status=201)
+
+
+class Suffix(BaseModel):
+    suffix: str = Field(examples=["@example.org"])
+    signed_suffix: str = Field(description="The same as `suffix`: checked again on creation.")
+    is_custom: bool
+    is_premium: bool
+
+
+class AliasOptions(BaseModel):
+    can_create: bool
+    prefix_suggestion: str
+    suffixes: list[Suffix] = Field(description="The caller's verified custom domains.")
+
+
+class CustomAliasRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    alias_prefix: StorableStr = Field(max_length=64, description="The local part: a-z 0-9 . _ -")
+    signed_suffix: StorableStr = Field(max_length=300, examples=["@example.org"])
+    note: StorableStr | None = Field(default=None, pattern=NO_NUL)
+
+
+def _suffix(suffix: str) -> dict[str, Any]:
+    return {"suffix": suffix, "signed_suffix": suffix, "is_custom": True, "is_premium": False}
+
+
+@router.get(
+    "/v5/alias/options",
+    response_model=AliasOptions,
+    responses=_errors(401, 429, 503),
+    openapi_extra=SECURITY,
+    summary="Where a chosen alias may go (SimpleLogin)",
+    description=(
+        "Offers the caller's verified custom domains as suffixes; addresses on the relay's "
+        "own domain are random only (`/api/alias/random/new`)."
+    ),
+)
+async def alias_options(
+    owner: RawKeyOwner,
+    conn: Conn,
+    hostname: Annotated[StorableStr | None, Query(pattern=NO_NUL)] = None,
+) -> Response:
+    domains = await custom_domain_store.verified_names(conn, owner.user_id)
+    suggestion = "".join(c for c in (hostname or "").lower().split(".")[0] if c.isalnum())
+    return json(
+        {
+            "can_create": bool(domains),
+            "prefix_suggestion": suggestion[:40],
+            "suffixes": [
+                {
+                    "suffix": f"@{d}",
+                    "signed_suffix": f"@{d}",
+                    "is_custom": True,
+                    "is_premium": False,
+                }
+                for d in domains
+            ],
+        }
+    )
+
+
+@router.post(
+    "/v3/alias/custom/new",
+    status_code=201,
+    response_model=Alias,
+    responses=_errors(401, 403, 422, 429, 503),
+    openapi_extra=SECURITY,
+    summary="Create a chosen alias on a custom domain (SimpleLogin)",
+    description=(
+        "`alias_prefix` + `signed_suffix` (one of `/api/v5/alias/options`' suffixes) makes "
+        "that address on the caller's verified domain, by the rules of addresses made on "
+        "first mail. One that exists or existed is a 422."
+    ),
+)
+async def create_custom_alias(
+    body: CustomAliasRequest, owner: RawKeyOwner, conn: Conn, settings: CurrentSettings
+) -> Response:
+    domain = body.signed_suffix.strip().lower().removeprefix("@")
+    if not await custom_domain_store.verified_domain(conn, owner.user_id, domain):
+        raise InvalidAddress("this suffix is not one of yours", {"field": "signed_suffix"})
+    try:
+        created = await create_address(
+            conn,
+            owner.user_id,
+            domain=domain,
+            length=settings.address_length,
+            limit=settings.max_addresses_per_user,
+            description=clean_description(body.note or ""),
+            place=Place.DOMAIN,
+            local=catch_all_local(body.alias_prefix),
+        )
+    except AddressTaken as exc:
+        raise InvalidAddress(exc.message, {"field": "alias_prefix"}) from exc
     return json(alias_json(created), status=201)
 
 

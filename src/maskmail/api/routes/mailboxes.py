@@ -3,8 +3,10 @@ address forwards to."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Annotated, Protocol
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,12 +15,15 @@ from starlette.responses import Response
 
 from maskmail.api.deps import Conn, CurrentOwner, WriteConn, client_host
 from maskmail.api.docs import errors_for
+from maskmail.api.proxy import trusted_peer
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import StorableStr
+from maskmail.api.urls import public_url
 from maskmail.config import Settings
 from maskmail.core import mailboxes as rules
 from maskmail.core.errors import DeliveryDeferred, InvalidAddress
-from maskmail.store import addresses, bounces
+from maskmail.openpgp import MAX_KEY_CHARS, check_key
+from maskmail.store import addresses, bounces, domains, mailbox_keys
 from maskmail.store import mailboxes as store
 from maskmail.store.mailboxes import Mailbox
 
@@ -67,6 +72,34 @@ class MailboxChoice(BaseModel):
     )
 
 
+class KeyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    public_key: StorableStr = Field(
+        max_length=MAX_KEY_CHARS,
+        description="One ASCII-armored OpenPGP public key block that can encrypt now.",
+    )
+    encrypt_subject: bool | None = Field(
+        default=None, description="Omitted: kept as it was (off for a first key)."
+    )
+
+
+class KeyUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    encrypt_subject: bool = Field(
+        description="`true`: the subject travels encrypted, the outer one reads `...`."
+    )
+
+
+class KeyOut(BaseModel):
+    mailbox_id: int
+    fingerprint: str
+    encrypt_subject: bool
+    created_time: int = Field(description="Unix seconds, UTC: when the key was set.")
+    expires_time: int | None = Field(description="Unix seconds, UTC; null: never.")
+
+
 class MailboxOut(BaseModel):
     id: int
     email: str
@@ -102,11 +135,14 @@ async def add_and_ask(request: Request, conn: AsyncConnection, user_id: int, ema
     dashboard's way to add one."""
     settings: Settings = request.app.state.settings
     email = rules.new_mailbox(email, {settings.domain.lower()})
+    # The domains of addresses made before MASKMAIL_DOMAIN changed are the relay's too.
+    if await domains.receives_for(conn, email.rpartition("@")[2]):
+        raise rules.at_relay_domain()
     proof = rules.new_proof()
     mailbox = await store.add_mailbox(
         conn, user_id, email, proof, limit=settings.max_mailboxes_per_user
     )
-    link = f"{request.url_for('verify_mailbox_link')}?token={proof.token}"
+    link = _verify_link(request, settings, proof.token)
     message = rules.verification_message(
         to=email,
         sender=f"mailboxes@{settings.domain}",
@@ -120,6 +156,15 @@ async def add_and_ask(request: Request, conn: AsyncConnection, user_id: int, ema
         raise DeliveryDeferred("this server has no outbound path for verification mail")
     await sender.deliver(message, sender="", recipient=email)
     return mailbox
+
+
+def _verify_link(request: Request, settings: Settings, token: str) -> str:
+    """The link as the owner will open it: through the trusted proxy, if any, as the
+    paging links are (``api/urls.py``)."""
+    trusted = trusted_peer(request.client.host if request.client else None, settings)
+    path = request.url_for("verify_mailbox_link").path
+    url = public_url(request, trusted).replace(path=path, query=urlencode({"token": token}))
+    return str(url)
 
 
 @router.get(
@@ -217,3 +262,59 @@ async def set_address_mailboxes(
     await addresses.get_address(conn, owner.user_id, address_id)
     ids = await store.set_address_mailboxes(conn, owner.user_id, address_id, body.mailbox_ids)
     return json({"mailbox_ids": ids})
+
+
+@router.get(
+    "/mailboxes/{mailbox_id}/pgp",
+    response_model=KeyOut,
+    responses=errors_for(401, 404, 429, 503),
+    summary="The OpenPGP key forwards to this mailbox are encrypted to",
+)
+async def read_mailbox_key(mailbox_id: MailboxId, owner: CurrentOwner, conn: Conn) -> Response:
+    return json((await mailbox_keys.get_key(conn, owner.user_id, mailbox_id)).json())
+
+
+@router.put(
+    "/mailboxes/{mailbox_id}/pgp",
+    response_model=KeyOut,
+    responses=errors_for(401, 404, 413, 422, 429, 503),
+    summary="Encrypt forwards to this mailbox to an OpenPGP key (replacing any it had)",
+    description="The key must parse, be able to encrypt and not be expired or revoked; "
+    "otherwise 422, with the reason in `details.reason`.",
+)
+async def set_mailbox_key(
+    mailbox_id: MailboxId, body: KeyRequest, owner: CurrentOwner, conn: Conn
+) -> Response:
+    await store.get_mailbox(conn, owner.user_id, mailbox_id)
+    # gpg runs as a child process: off the event loop.
+    facts = await asyncio.to_thread(check_key, body.public_key)
+    key = await mailbox_keys.set_key(
+        conn, owner.user_id, mailbox_id, body.public_key.strip(), facts, body.encrypt_subject
+    )
+    return json(key.json())
+
+
+@router.patch(
+    "/mailboxes/{mailbox_id}/pgp",
+    response_model=KeyOut,
+    responses=errors_for(401, 404, 413, 422, 429, 503),
+    summary="Turn the encrypted subject on or off",
+)
+async def update_mailbox_key(
+    mailbox_id: MailboxId, body: KeyUpdate, owner: CurrentOwner, conn: Conn
+) -> Response:
+    key = await mailbox_keys.set_encrypt_subject(
+        conn, owner.user_id, mailbox_id, body.encrypt_subject
+    )
+    return json(key.json())
+
+
+@router.delete(
+    "/mailboxes/{mailbox_id}/pgp",
+    status_code=204,
+    responses=errors_for(401, 404, 429, 503),
+    summary="Remove the key: forwards to this mailbox go unencrypted again",
+)
+async def delete_mailbox_key(mailbox_id: MailboxId, owner: CurrentOwner, conn: Conn) -> Response:
+    await mailbox_keys.delete_key(conn, owner.user_id, mailbox_id)
+    return Response(status_code=204)

@@ -1,7 +1,7 @@
 """Each user's number of addresses, kept by the database on every insert and delete.
 
 A page carries the owner's total. Counting it per request walked all of the owner's
-index entries (100,000 for the largest owner of the scale benchmark), and on a small
+index entries, and on a small
 table PostgreSQL's estimate made it a scan of every address (docs/benchmarks.md).
 Triggers keep the count whatever writes the rows (API, mail plane, bulk loads, cascades),
 in the writer's own transaction.

@@ -1,0 +1,107 @@
+"""/v3/relay/mailboxes/{id}/pgp: a mailbox's OpenPGP key, checked by gpg, on both backends."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.api.conftest import Caller, UserFactory
+from tests.pgp_keys import keys
+
+pytestmark = pytest.mark.anyio
+
+MAILBOXES = "/v3/relay/mailboxes"
+
+
+@pytest.fixture
+async def carol(make_user: UserFactory) -> Caller:
+    return await make_user("carol@example.com")
+
+
+async def _mailbox_one(client: httpx.AsyncClient, caller: Caller) -> int:
+    [one] = (await client.get(MAILBOXES, headers=caller.headers)).json()
+    return int(one["id"])
+
+
+async def test_a_key_is_set_shown_changed_and_removed(
+    client: httpx.AsyncClient, carol: Caller
+) -> None:
+    url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
+    assert (await client.get(url, headers=carol.headers)).status_code == 404
+    put = await client.put(url, json={"public_key": keys().good}, headers=carol.headers)
+    assert put.status_code == 200, put.text
+    body = put.json()
+    assert body["fingerprint"] == keys().good_fingerprint
+    assert body["encrypt_subject"] is False
+    assert body["expires_time"] > body["created_time"]
+    assert (await client.get(url, headers=carol.headers)).json() == body
+    patched = await client.patch(url, json={"encrypt_subject": True}, headers=carol.headers)
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["encrypt_subject"] is True
+    # A new key keeps the choice unless the body says otherwise.
+    again = await client.put(url, json={"public_key": keys().good}, headers=carol.headers)
+    assert again.json()["encrypt_subject"] is True
+    # The mailbox object itself stays as it was (issue 15's shape).
+    [one] = (await client.get(MAILBOXES, headers=carol.headers)).json()
+    assert set(one) == {"id", "email", "verified", "default", "created_time"}
+    assert (await client.delete(url, headers=carol.headers)).status_code == 204
+    assert (await client.get(url, headers=carol.headers)).status_code == 404
+    assert (await client.delete(url, headers=carol.headers)).status_code == 404
+    assert (
+        await client.patch(url, json={"encrypt_subject": True}, headers=carol.headers)
+    ).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("which", "reason"),
+    [
+        ("sign_only", "cannot_encrypt"),
+        ("expired", "expired"),
+        ("revoked", "revoked"),
+        ("garbage", "unparseable"),
+        ("truncated", "unparseable"),
+        ("two", "several_keys"),
+    ],
+)
+async def test_unusable_keys_are_422_with_the_reason_and_change_nothing(
+    client: httpx.AsyncClient, carol: Caller, which: str, reason: str
+) -> None:
+    url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
+    await client.put(url, json={"public_key": keys().good}, headers=carol.headers)
+    before = (await client.get(url, headers=carol.headers)).json()
+    text = {
+        "garbage": "not a key",
+        "truncated": keys().good[:300] + "\n-----END PGP PUBLIC KEY BLOCK-----\n",
+        "two": keys().good + keys().sign_only,
+    }.get(which) or getattr(keys(), which)
+    answer = await client.put(url, json={"public_key": text}, headers=carol.headers)
+    assert answer.status_code == 422, answer.text
+    error = answer.json()
+    assert error["details"]["reason"] == reason
+    assert error["details"]["field"] == "public_key"
+    assert error["message"]
+    assert (await client.get(url, headers=carol.headers)).json() == before
+
+
+async def test_another_users_mailbox_is_not_found(
+    client: httpx.AsyncClient, carol: Caller, bob: Caller
+) -> None:
+    url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
+    answer = await client.put(url, json={"public_key": keys().good}, headers=bob.headers)
+    assert answer.status_code == 404
+    assert (await client.get(url, headers=carol.headers)).status_code == 404
+    await client.put(url, json={"public_key": keys().good}, headers=carol.headers)
+    for method in ("GET", "DELETE"):
+        assert (await client.request(method, url, headers=bob.headers)).status_code == 404
+    assert (await client.get(url, headers=carol.headers)).status_code == 200
+
+
+async def test_bad_bodies_are_422(client: httpx.AsyncClient, carol: Caller) -> None:
+    url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
+    for body in ({}, {"public_key": 5}, {"public_key": keys().good, "extra": 1}):
+        answer = await client.put(url, json=body, headers=carol.headers)
+        assert answer.status_code == 422, body
+    # Longer than any key taken: the body limit answers first.
+    too_long = {"public_key": "x" * 70_000}
+    assert (await client.put(url, json=too_long, headers=carol.headers)).status_code == 413
+    assert (await client.get(url, headers=carol.headers)).status_code == 404
