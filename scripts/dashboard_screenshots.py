@@ -39,6 +39,10 @@ def _seed(env: dict[str, str], url: str, db: Path) -> None:
         for description in DESCRIPTIONS:
             made = api.post("/v3/relay/addresses").json()
             api.patch(f"/v3/relay/addresses/{made['id']}", json={"description": description})
+        # A second mailbox waiting for its code, and a subdomain new addresses go to.
+        api.post("/v3/relay/mailboxes", json={"email": "you.at.work@example.net"})
+        api.post("/v3/relay/subdomains", json={"subdomain": "you"})
+        api.put("/v3/relay/subdomains/use_subdomain", json={"use_relay_subdomain": True})
     # Made-up history for the chart; the mail plane writes these rows in real use.
     pick = random.Random(14)  # noqa: S311 - demo figures, not secrets
     with sqlite3.connect(db) as conn:
@@ -95,6 +99,8 @@ def main() -> None:
                 page.get_by_role("button", name="Sign out").wait_for()
                 _shoot(page, url + "/", "addresses")
                 _shoot(page, url + "/addresses/3", "address")
+                _shoot(page, url + "/mailboxes", "mailboxes")
+                _shoot(page, url + "/subdomain", "subdomain")
                 _shoot(page, url + "/activity", "activity")
                 _shoot(page, url + "/keys", "keys")
                 browser.close()

@@ -25,6 +25,8 @@ USERS = ("ann@example.com", "bob@example.com")
 class Site:
     url: str
     smtp_port: int
+    # The Maildir the server sends to (no smarthost): forwards and verification messages.
+    outbox: Path
     keys: dict[str, str] = field(default_factory=dict)
 
     def api(self, email: str) -> httpx.Client:
@@ -74,7 +76,7 @@ def site(
         api_port, smtp_port = free_port(), free_port()
         up = ("up", "--api-port", str(api_port), "--smtp-port", str(smtp_port))
         with running(env, *up, port=api_port, log=tmp / "up.log"):
-            yield Site(f"http://127.0.0.1:{api_port}", smtp_port, keys)
+            yield Site(f"http://127.0.0.1:{api_port}", smtp_port, tmp / "var" / "outbox", keys)
 
 
 # Per module, not per session: Playwright's sync API keeps an event loop running on this

@@ -3,10 +3,12 @@ tests/api), and the database set up and read back in transactions of the test's 
 
 from __future__ import annotations
 
+import mailbox
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 import httpx
@@ -98,3 +100,15 @@ async def sign_in(app: FastAPI, db: Db) -> AsyncIterator[SignIn]:
             return Person(email, user_id, client)
 
         yield make
+
+
+def verification_code(outbox: Path, recipient: str) -> str:
+    """The 6-digit code of the last verification message sent to ``recipient`` through
+    the Maildir outbox (the outbound path without a smarthost)."""
+    sent = [m for m in mailbox.Maildir(outbox, create=False) if m["To"] == recipient]
+    assert sent, f"no verification message to {recipient}"
+    payload = sent[-1].get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    found = re.search(rb"code: (\d{6})", payload)
+    assert found is not None
+    return found.group(1).decode()

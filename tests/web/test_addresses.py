@@ -8,6 +8,8 @@ import pytest
 from fastapi import FastAPI
 
 from maskmail.store import addresses as store
+from maskmail.store import subdomains
+from maskmail.store.addresses import Place
 from tests.api.conftest import client_for
 from tests.web.conftest import Db, SignIn
 
@@ -66,6 +68,26 @@ async def test_search_and_pages(sign_in: SignIn, db: Db) -> None:
     assert _ids((await ann.client.get("/?q=bank 100%")).text) == [made[3].id]
     assert _ids((await ann.client.get("/?q=" + made[7].address)).text) == [made[7].id]
     assert _ids((await ann.client.get("/?q=_")).text) == []
+
+
+async def test_fifty_long_rows_weigh_under_100_kb(sign_in: SignIn, db: Db) -> None:
+    """Issue 14's budget, with full 64-character descriptions on a long subdomain."""
+    ann = await sign_in("kai@example.com")
+    sub = "a-rather-long-subdomain-name-for-one-shop"
+    await db.write(subdomains.claim, ann.user_id, sub, domain="relay.test")
+    for n in range(51):
+        await db.write(
+            store.create_address,
+            ann.user_id,
+            domain="relay.test",
+            length=12,
+            place=Place.SUBDOMAIN,
+            description=f"{n:02d}" + "d" * 62,
+        )
+    page = await ann.client.get("/")
+    assert len(_ids(page.text)) == 50 and "d" * 62 in page.text
+    assert page.text.count(f"@{sub}.relay.test") >= 150
+    assert len(page.content) < 100 * 1024, len(page.content)
 
 
 async def test_delete_asks_first(sign_in: SignIn, db: Db) -> None:

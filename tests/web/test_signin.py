@@ -8,6 +8,7 @@ import pytest
 from fastapi import FastAPI
 
 from tests.api.conftest import client_for, make_settings, started_app
+from tests.api.test_limits import REDIS
 from tests.web.conftest import PASSWORD, Db, SignIn, add_person
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +44,7 @@ async def test_any_wrong_part_gets_the_same_message(app: FastAPI, sign_in: SignI
 
 
 async def test_failures_are_throttled_per_account(database_url: str, db: Db) -> None:
-    settings = make_settings(database_url, signin_rate_limit="3/minute")
+    settings = make_settings(database_url, signin_rate_limit="3/hour")
     email = f"cat{secrets.token_hex(4)}@example.com"
     await db.write(add_person, email)
     async with started_app(settings) as app:
@@ -55,6 +56,51 @@ async def test_failures_are_throttled_per_account(database_url: str, db: Db) -> 
             right = await two.post("/sign-in", data={**wrong, "password": PASSWORD})
     assert codes == [401, 401, 401]
     assert right.status_code == 429 and "Too many attempts" in right.text
+
+
+async def test_failures_are_throttled_per_client(database_url: str, db: Db) -> None:
+    settings = make_settings(database_url, signin_rate_limit="3/hour")
+    tag = secrets.token_hex(4)
+    await db.write(add_person, f"kit{tag}@example.com")
+    async with started_app(settings) as app:
+        async with client_for(app, peer=("10.0.1.1", 1)) as guesser:
+            # Three different accounts from one client: the fourth try is refused, even
+            # with an account's right password.
+            codes = [
+                (
+                    await guesser.post(
+                        "/sign-in", data={"email": f"x{n}{tag}@example.com", "password": "no"}
+                    )
+                ).status_code
+                for n in range(3)
+            ]
+            right = {"email": f"kit{tag}@example.com", "password": PASSWORD}
+            refused = await guesser.post("/sign-in", data=right)
+        async with client_for(app, peer=("10.0.1.2", 1)) as other:
+            allowed = await other.post("/sign-in", data=right)
+    assert codes == [401, 401, 401] and refused.status_code == 429
+    assert allowed.status_code == 303
+
+
+async def test_the_throttle_is_shared_through_redis(database_url: str, db: Db) -> None:
+    """Two processes with the same Redis count one account's failures together, as the
+    API's limits are."""
+    settings = make_settings(database_url, signin_rate_limit="2/hour", redis_url=REDIS)
+    email = f"lou{secrets.token_hex(4)}@example.com"
+    await db.write(add_person, email)
+    wrong = {"email": email, "password": "not the password"}
+    async with (
+        started_app(settings) as one,
+        started_app(settings) as two,
+        # Redis keeps the counts between runs: clients new to it each time.
+        client_for(one, peer=(f"10.2.{secrets.randbelow(250)}.{secrets.randbelow(250)}", 1)) as a,
+        client_for(two, peer=(f"10.3.{secrets.randbelow(250)}.{secrets.randbelow(250)}", 1)) as b,
+    ):
+        first = (await a.post("/sign-in", data=wrong)).status_code
+        second = (await b.post("/sign-in", data=wrong)).status_code
+        third = await a.post("/sign-in", data={**wrong, "password": PASSWORD})
+    assert (first, second) == (401, 401)
+    assert third.status_code == 429
 
 
 async def test_cookie_flags_and_secure_behind_a_trusted_https_proxy(app: FastAPI, db: Db) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -98,6 +98,16 @@ async def _drop_addresses(conn: AsyncConnection, user_id: int, name: str) -> Non
     await conn.execute(
         delete(addresses).where((addresses.c.user_id == user_id) & (addresses.c.subdomain == name))
     )
+
+
+async def address_count(conn: AsyncConnection, user_id: int, name: str) -> int:
+    """How many addresses renaming or deleting the subdomain would delete."""
+    found = await conn.scalar(
+        select(func.count())
+        .select_from(addresses)
+        .where((addresses.c.user_id == user_id) & (addresses.c.subdomain == name))
+    )
+    return int(found or 0)
 
 
 async def change(

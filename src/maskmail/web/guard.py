@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
 from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.datastructures import FormData
 
+from maskmail.api.errors import problem
 from maskmail.core.descriptions import is_control
-from maskmail.core.errors import AddressNotFound
+from maskmail.core.errors import (
+    AddressNotFound,
+    DeliveryDeferred,
+    DeliveryRefused,
+    InvalidAddress,
+    LimitReached,
+    MaskmailError,
+    RateLimited,
+)
 from maskmail.core.records import RelayAddress
 from maskmail.store import addresses as store
 from maskmail.store import sessions
 from maskmail.web import csrf
 from maskmail.web.sessions import COOKIE, Viewer, csrf_of, hash_token
 
-# The dashboard's forms have a handful of short fields.
-MAX_FIELDS = 16
+T = TypeVar("T")
+
+# The dashboard's forms have a handful of short fields, or a box per mailbox (the API
+# takes at most 100 mailbox ids).
+MAX_FIELDS = 110
 
 
 async def viewer_of(request: Request, conn: AsyncConnection) -> Viewer | None:
@@ -83,3 +99,35 @@ def plain_text(value: object, limit: int) -> str:
     email or description contains and PostgreSQL refuses (NUL)."""
     text = value if isinstance(value, str) else ""
     return "".join(c for c in text[: limit * 2] if not is_control(c)).strip()[:limit]
+
+
+# Errors the person can act on (fix the input, wait, try later): shown on the page.
+REFUSALS = (InvalidAddress, LimitReached, RateLimited, DeliveryDeferred, DeliveryRefused)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A change the store refused: the API's message and status for it."""
+
+    message: str
+    status: int
+
+
+async def attempt(
+    conn: AsyncConnection, viewer: Viewer, work: Callable[[], Awaitable[T]]
+) -> T | Refused:
+    """Run a change in a savepoint, so that a refused one leaves nothing behind while the
+    page still answers; anything of another user's is the 404 page, as in the API."""
+    try:
+        async with conn.begin_nested():
+            return await work()
+    except AddressNotFound as exc:
+        raise PageNotFound(viewer) from exc
+    except REFUSALS as exc:
+        return refusal(exc)
+
+
+def refusal(exc: MaskmailError) -> Refused:
+    """The API's message, written as a sentence, and the API's status."""
+    text = exc.message[:1].upper() + exc.message[1:]
+    return Refused(text if text.endswith(".") else text + ".", problem(exc).status)

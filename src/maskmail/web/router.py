@@ -7,11 +7,20 @@ from starlette.responses import Response
 
 from maskmail.web import assets, csrf
 from maskmail.web.guard import PageNotFound, SignInNeeded
-from maskmail.web.pages import activity, address, addresses, keys, password, signin
+from maskmail.web.pages import (
+    activity,
+    address,
+    addresses,
+    keys,
+    mailboxes,
+    password,
+    signin,
+    subdomain,
+)
 from maskmail.web.render import back_to, forbidden, not_found
 
 router = APIRouter(include_in_schema=False)
-for pages in (signin, addresses, address, activity, keys, password):
+for pages in (signin, addresses, address, activity, mailboxes, subdomain, keys, password):
     router.include_router(pages.router)
 
 

@@ -10,9 +10,10 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings, WriteConn, client_host
+from maskmail.api.deps import Conn, CurrentOwner, WriteConn, client_host
 from maskmail.api.docs import errors_for
 from maskmail.api.proxy import trusted_peer
 from maskmail.api.routes.shared import AddressId, json
@@ -24,6 +25,7 @@ from maskmail.core.errors import DeliveryDeferred, InvalidAddress
 from maskmail.openpgp import MAX_KEY_CHARS, check_key
 from maskmail.store import addresses, bounces, domains, mailbox_keys
 from maskmail.store import mailboxes as store
+from maskmail.store.mailboxes import Mailbox
 
 router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
 
@@ -123,19 +125,22 @@ async def list_mailboxes(owner: CurrentOwner, conn: Conn) -> Response:
     summary="Add a mailbox; a message with a link and a code goes to it",
 )
 async def add_mailbox(
-    body: MailboxRequest,
-    owner: CurrentOwner,
-    conn: Conn,
-    settings: CurrentSettings,
-    request: Request,
+    body: MailboxRequest, owner: CurrentOwner, conn: Conn, request: Request
 ) -> Response:
-    email = rules.new_mailbox(body.email, {settings.domain.lower()})
+    return json((await add_and_ask(request, conn, owner.user_id, body.email)).json())
+
+
+async def add_and_ask(request: Request, conn: AsyncConnection, user_id: int, email: str) -> Mailbox:
+    """Add an unverified mailbox and mail it the link and the code: the API's and the
+    dashboard's way to add one."""
+    settings: Settings = request.app.state.settings
+    email = rules.new_mailbox(email, {settings.domain.lower()})
     # The domains of addresses made before MASKMAIL_DOMAIN changed are the relay's too.
     if await domains.receives_for(conn, email.rpartition("@")[2]):
         raise rules.at_relay_domain()
     proof = rules.new_proof()
     mailbox = await store.add_mailbox(
-        conn, owner.user_id, email, proof, limit=settings.max_mailboxes_per_user
+        conn, user_id, email, proof, limit=settings.max_mailboxes_per_user
     )
     link = _verify_link(request, settings, proof.token)
     message = rules.verification_message(
@@ -150,7 +155,7 @@ async def add_mailbox(
     if sender is None:
         raise DeliveryDeferred("this server has no outbound path for verification mail")
     await sender.deliver(message, sender="", recipient=email)
-    return json(mailbox.json())
+    return mailbox
 
 
 def _verify_link(request: Request, settings: Settings, token: str) -> str:
@@ -187,10 +192,16 @@ async def verify_mailbox_link(
 async def verify_mailbox_code(
     mailbox_id: MailboxId, body: CodeRequest, owner: CurrentOwner, conn: Conn, request: Request
 ) -> Response:
+    return json((await check_code(request, conn, owner.user_id, mailbox_id, body.code)).json())
+
+
+async def check_code(
+    request: Request, conn: AsyncConnection, user_id: int, mailbox_id: int, code: str
+) -> Mailbox:
+    """Verify by the code, each attempt counted (the API's and the dashboard's way)."""
     # Per owner and mailbox: nobody else can use up the owner's attempts.
-    await request.app.state.code_limiter.hit(f"mailbox:{owner.user_id}:{mailbox_id}")
-    mailbox = await store.verify_by_code(conn, owner.user_id, mailbox_id, rules.digest(body.code))
-    return json(mailbox.json())
+    await request.app.state.code_limiter.hit(f"mailbox:{user_id}:{mailbox_id}")
+    return await store.verify_by_code(conn, user_id, mailbox_id, rules.digest(code))
 
 
 @router.patch(

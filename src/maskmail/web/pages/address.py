@@ -1,4 +1,5 @@
-"""One address: its activity, and "Write to a new contact" (the contacts route's rules)."""
+"""One address: its activity, "Write to a new contact" (the contacts route's rules), and
+the mailboxes it forwards to (the mailboxes route's)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from maskmail.api.routes.contacts import outside_contact
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.records import RelayAddress
-from maskmail.store import activity
+from maskmail.store import activity, mailboxes
 from maskmail.store.reverse_aliases import found_or_made
 from maskmail.web import chart
-from maskmail.web.guard import change, owned_address, require_viewer
+from maskmail.web.guard import Refused, attempt, change, owned_address, require_viewer
 from maskmail.web.render import page
 from maskmail.web.sessions import Viewer
 
@@ -29,9 +30,12 @@ async def _detail(
     contact: str = "",
     contact_email: str = "",
     error: str = "",
+    mailbox_error: str = "",
+    notice: str = "",
     status: int = 200,
 ) -> Response:
     days = await activity.last_days(conn, viewer.user_id, address_id=found.id)
+    chosen = await mailboxes.address_mailbox_ids(conn, viewer.user_id, found.id)
     return page(
         request,
         "address.html",
@@ -43,6 +47,10 @@ async def _detail(
         contact=contact,
         contact_email=contact_email,
         error=error,
+        mailbox_error=mailbox_error,
+        notice=notice,
+        mailboxes=await mailboxes.list_mailboxes(conn, viewer.user_id),
+        chosen=set(chosen),
     )
 
 
@@ -67,3 +75,26 @@ async def add_contact(address: str, request: Request, conn: Conn) -> Response:
         )
     alias = await found_or_made(conn, found.id, outside, domain=settings.domain)
     return await _detail(request, conn, viewer, found, contact=alias.full_address)
+
+
+def _ids(values: list[str]) -> list[int]:
+    """The ticked boxes; a value that is no id names no mailbox (0), which the store
+    refuses as it refuses another user's."""
+    return [int(v) if v.isascii() and v.isdigit() and len(v) < 19 else 0 for v in values]
+
+
+@router.post("/addresses/{address}/mailboxes")
+async def choose_mailboxes(address: str, request: Request, conn: Conn) -> Response:
+    viewer, form = await change(request, conn)
+    found = await owned_address(conn, viewer, address)
+    wanted = _ids([str(v) for v in form.getlist("mailbox")])
+    done = await attempt(
+        conn,
+        viewer,
+        lambda: mailboxes.set_address_mailboxes(conn, viewer.user_id, found.id, wanted),
+    )
+    if isinstance(done, Refused):
+        return await _detail(
+            request, conn, viewer, found, mailbox_error=done.message, status=done.status
+        )
+    return await _detail(request, conn, viewer, found, notice="Mailboxes saved.")

@@ -69,7 +69,8 @@ async def _list_page(
     def link(n: int) -> str:
         return f"{root(request)}/?{urlencode({'q': q, 'page': n} if q else {'page': n})}"
 
-    here = f"/?{urlencode({'q': q, 'page': number})}"
+    # The first page without a search is "/", where a form returns by default.
+    here = f"/?{urlencode({'q': q, 'page': number})}" if q or number > 1 else "/"
     return page(
         request,
         "addresses.html",
@@ -148,7 +149,16 @@ async def change_address(address: str, request: Request, conn: Conn) -> Response
 async def confirm_delete(address: str, request: Request, conn: Conn) -> Response:
     viewer = await require_viewer(request, conn)
     found = await owned_address(conn, viewer, address)
-    return page(request, "delete.html", viewer, a=found)
+    return page(
+        request,
+        "delete.html",
+        viewer,
+        kind="",
+        name=found.full_address,
+        explain="Mail to it will no longer reach you, and the address is never handed out again.",
+        action=f"/addresses/{found.id}/delete",
+        cancel="/",
+    )
 
 
 @router.post("/addresses/{address}/delete")

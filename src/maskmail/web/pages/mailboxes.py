@@ -1,0 +1,125 @@
+"""The mailboxes page: add (verification mailed as by the API), verify by code, make
+default, delete. An address's own page chooses the mailboxes it forwards to."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from maskmail.api.deps import Conn
+from maskmail.api.routes.mailboxes import add_and_ask, check_code
+from maskmail.core.errors import MailboxNotFound
+from maskmail.store import mailboxes as store
+from maskmail.store.mailboxes import Mailbox
+from maskmail.web.guard import (
+    PageNotFound,
+    Refused,
+    attempt,
+    change,
+    path_id,
+    plain_text,
+    require_viewer,
+)
+from maskmail.web.render import back_to, page
+from maskmail.web.sessions import Viewer
+
+router = APIRouter(include_in_schema=False)
+
+
+async def _mailboxes_page(
+    request: Request,
+    conn: Conn,
+    viewer: Viewer,
+    *,
+    notice: str = "",
+    refused: Refused | None = None,
+    email: str = "",
+) -> Response:
+    return page(
+        request,
+        "mailboxes.html",
+        viewer,
+        status=refused.status if refused else 200,
+        mailboxes=await store.list_mailboxes(conn, viewer.user_id),
+        notice=notice,
+        error=refused.message if refused else "",
+        email=email,
+    )
+
+
+@router.get("/mailboxes")
+async def show_mailboxes(request: Request, conn: Conn) -> Response:
+    viewer = await require_viewer(request, conn)
+    return await _mailboxes_page(request, conn, viewer)
+
+
+@router.post("/mailboxes")
+async def add_mailbox(request: Request, conn: Conn) -> Response:
+    viewer, form = await change(request, conn)
+    email = plain_text(form.get("email"), 320)
+    added = await attempt(conn, viewer, lambda: add_and_ask(request, conn, viewer.user_id, email))
+    if isinstance(added, Refused):
+        return await _mailboxes_page(request, conn, viewer, refused=added, email=email)
+    notice = f"A message with a link and a 6-digit code went to {added.email}."
+    return await _mailboxes_page(request, conn, viewer, notice=notice)
+
+
+@router.post("/mailboxes/{mailbox}/verify")
+async def verify_mailbox(mailbox: str, request: Request, conn: Conn) -> Response:
+    viewer, form = await change(request, conn)
+    wanted, code = path_id(mailbox, viewer), plain_text(form.get("code"), 16)
+    done = await attempt(
+        conn, viewer, lambda: check_code(request, conn, viewer.user_id, wanted, code)
+    )
+    if isinstance(done, Refused):
+        return await _mailboxes_page(request, conn, viewer, refused=done)
+    return await _mailboxes_page(request, conn, viewer, notice=f"{done.email} is verified.")
+
+
+async def _then_list(
+    request: Request, conn: Conn, mailbox: str, work: Callable[[int, int], Awaitable[object]]
+) -> Response:
+    """Run ``work(user_id, mailbox_id)``, then show the list, with the refusal if any."""
+    viewer, _ = await change(request, conn)
+    wanted = path_id(mailbox, viewer)
+    done = await attempt(conn, viewer, lambda: work(viewer.user_id, wanted))
+    if isinstance(done, Refused):
+        return await _mailboxes_page(request, conn, viewer, refused=done)
+    return back_to(request, "/mailboxes")
+
+
+@router.post("/mailboxes/{mailbox}/default")
+async def make_default(mailbox: str, request: Request, conn: Conn) -> Response:
+    return await _then_list(request, conn, mailbox, partial(store.set_default, conn))
+
+
+async def _owned(conn: Conn, viewer: Viewer, text: str) -> Mailbox:
+    try:
+        return await store.get_mailbox(conn, viewer.user_id, path_id(text, viewer))
+    except MailboxNotFound as exc:
+        raise PageNotFound(viewer) from exc
+
+
+@router.get("/mailboxes/{mailbox}/delete")
+async def confirm_delete(mailbox: str, request: Request, conn: Conn) -> Response:
+    viewer = await require_viewer(request, conn)
+    found = await _owned(conn, viewer, mailbox)
+    return page(
+        request,
+        "delete.html",
+        viewer,
+        kind="the mailbox",
+        name=found.email,
+        explain="Mail stops going to it. Addresses that forwarded only to it forward to your "
+        "default mailbox instead.",
+        action=f"/mailboxes/{found.id}/delete",
+        cancel="/mailboxes",
+    )
+
+
+@router.post("/mailboxes/{mailbox}/delete")
+async def delete_mailbox(mailbox: str, request: Request, conn: Conn) -> Response:
+    return await _then_list(request, conn, mailbox, partial(store.delete_mailbox, conn))
