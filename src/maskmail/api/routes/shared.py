@@ -3,6 +3,7 @@ address goes, and creating one under the configured limit."""
 
 from __future__ import annotations
 
+import json as stdjson
 from typing import Annotated, Any
 
 import orjson
@@ -15,6 +16,7 @@ from maskmail.api.schemas import address_json
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.records import RelayAddress
+from maskmail.core.text import unstorable
 from maskmail.store import addresses as store
 from maskmail.store import custom_domains as custom_domain_store
 from maskmail.store import subdomains as subdomain_store
@@ -68,14 +70,18 @@ def requested_domain(body: bytes) -> str | None:
 
     Bodies were ignored before domains could be named (clients such as Firefox Relay's
     send other fields): only a JSON object with a string ``domain`` counts, and a
-    ``domain`` that is neither a string nor null is a 422."""
+    ``domain`` that is neither a string nor null, or one that cannot be stored, is a 422.
+    The standard library reads it, as it does every other body: orjson refuses a lone
+    surrogate, which would make such a domain pass for no body at all."""
     try:
-        parsed = orjson.loads(body) if body.strip() else None
-    except orjson.JSONDecodeError:
+        parsed = stdjson.loads(body) if body.strip() else None
+    except ValueError:
         return None
     domain = parsed.get("domain") if isinstance(parsed, dict) else None
     if domain is not None and not isinstance(domain, str):
         raise InvalidAddress("domain must be a string", {"field": "domain"})
+    if domain and (why := unstorable(domain)) is not None:
+        raise InvalidAddress(f"domain {why}", {"field": "domain"})
     return domain or None
 
 
