@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mailbox
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +13,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import httpx
 import pytest
+from argon2 import PasswordHasher
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -29,6 +30,18 @@ T = TypeVar("T")
 
 PASSWORD = "correct horse battery"
 _CSRF = re.compile(r'name="csrf" value="([0-9a-f]+)"')
+
+
+@pytest.fixture(autouse=True)
+def cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """argon2id still, at its lowest cost: the dashboard tests sign in hundreds of times,
+    and the cost parameters are not what they test (tests/web/test_password_cli.py runs
+    the real command with the real ones)."""
+    cheap = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+    monkeypatch.setattr(passwords, "_hasher", cheap)
+    passwords._dummy.cache_clear()
+    yield
+    passwords._dummy.cache_clear()
 
 
 @dataclass

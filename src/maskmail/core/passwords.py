@@ -3,6 +3,8 @@ must be."""
 
 from __future__ import annotations
 
+from functools import cache
+
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
@@ -11,9 +13,14 @@ from maskmail.core.errors import MaskmailError
 MIN_LENGTH = 10
 MAX_LENGTH = 1024
 _hasher = PasswordHasher()
-# Verified when the account has no password or does not exist, so that the time taken
-# does not tell which part of a sign-in was wrong.
-_DUMMY = _hasher.hash("not a password anyone has")
+
+
+@cache
+def _dummy() -> str:
+    """Verified when the account has no password or does not exist, so that the time
+    taken does not tell which part of a sign-in was wrong; made on first use, not at
+    import."""
+    return _hasher.hash("not a password anyone has")
 
 
 class WeakPassword(MaskmailError):
@@ -38,6 +45,6 @@ def hash_password(password: str) -> str:
 def verify(stored: str | None, password: str) -> bool:
     """True when ``password`` matches ``stored``; a missing hash costs the same time."""
     try:
-        return _hasher.verify(stored or _DUMMY, password) and stored is not None
+        return _hasher.verify(stored or _dummy(), password) and stored is not None
     except (VerificationError, InvalidHashError):
         return False
