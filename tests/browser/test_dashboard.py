@@ -197,7 +197,7 @@ def test_cross_site_form_post_is_refused(browser: Browser, site: Site, other_sit
     context.close()
 
 
-PAGES = ("/", "/mailboxes", "/subdomain", "/activity", "/keys", "/password")
+PAGES = ("/", "/mailboxes", "/subdomain", "/activity", "/keys", "/help/clients", "/password")
 
 
 def test_axe_finds_nothing_serious(page: Page, site: Site) -> None:

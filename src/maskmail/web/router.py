@@ -11,6 +11,7 @@ from maskmail.web.pages import (
     activity,
     address,
     addresses,
+    help,
     keys,
     mailboxes,
     password,
@@ -20,7 +21,7 @@ from maskmail.web.pages import (
 from maskmail.web.render import back_to, forbidden, not_found
 
 router = APIRouter(include_in_schema=False)
-for pages in (signin, addresses, address, activity, mailboxes, subdomain, keys, password):
+for pages in (signin, addresses, address, activity, mailboxes, subdomain, keys, password, help):
     router.include_router(pages.router)
 
 
