@@ -3,7 +3,7 @@ must be."""
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -15,7 +15,7 @@ MAX_LENGTH = 1024
 _hasher = PasswordHasher()
 
 
-@cache
+@lru_cache(maxsize=1)
 def _dummy() -> str:
     """Verified when the account has no password or does not exist, so that the time
     taken does not tell which part of a sign-in was wrong; made on first use, not at

@@ -3,7 +3,7 @@ can link to it without sending anyone to another host."""
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 
 from fastapi import APIRouter, Request
@@ -25,7 +25,7 @@ SOURCES = (
 )
 
 
-@cache
+@lru_cache(maxsize=1)
 def clients_guide() -> Markup | None:
     """docs/clients.md as HTML; raw HTML in it is shown as text, never run."""
     for source in SOURCES:
