@@ -19,8 +19,12 @@ from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.driver import Driver, Statement
 from maskmail.store.tables import addresses
 
-# ``address@[subdomain.]domain``, as core.addresses.full_address writes it.
-FULL_ADDRESS = "a.address || '@' || coalesce(nullif(a.subdomain, '') || '.', '') || a.domain"
+# ``address@[subdomain.]domain``, as core.addresses.full_address writes it (a NULL or
+# empty subdomain is none). A CASE, which SQLite evaluates faster than coalesce(nullif()).
+FULL_ADDRESS = (
+    "a.address || '@' || CASE WHEN a.subdomain <> '' THEN a.subdomain || '.' || a.domain "
+    "ELSE a.domain END"
+)
 # The stored fields; full_address is computed (FULL_ADDRESS) and comes last.
 STORED_FIELDS = PRIVATE_EMAIL_FIELDS[:-1]
 assert PRIVATE_EMAIL_FIELDS[-1] == "full_address"
@@ -30,8 +34,10 @@ def sqlite_json() -> str:
     """One address as a JSON object, by SQLite's json_object."""
 
     def value(name: str) -> str:
-        if isinstance(addresses.c[name].type, Boolean):  # stored as 0/1
-            return f"json(CASE WHEN a.{name} THEN 'true' ELSE 'false' END)"
+        # Stored as 0/1. json('true') is constant, so SQLite parses it once per statement,
+        # not once per row as json(CASE ...) would.
+        if isinstance(addresses.c[name].type, Boolean):
+            return f"CASE WHEN a.{name} THEN json('true') ELSE json('false') END"
         return f"a.{name}"
 
     pairs = [f"'{name}', {value(name)}" for name in STORED_FIELDS]
