@@ -40,8 +40,10 @@ def _package(frame: str) -> str:
 
 
 def summarise(raw: Path, top: int = 40) -> list[str]:
-    """Self share per package, then the functions with the largest inclusive share."""
+    """Self share per package and per function, then the functions with the largest
+    inclusive share."""
     own: Counter[str] = Counter()
+    own_function: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
     total = 0
     for line in raw.read_text().splitlines():
@@ -50,10 +52,13 @@ def summarise(raw: Path, top: int = 40) -> list[str]:
         total += n
         frames = stack.split(";")
         own[_package(frames[-1])] += n
+        own_function[frames[-1]] += n
         for frame in set(frames):
             inclusive[frame.split(" (")[0] + " " + _package(frame)] += n
     lines = [f"{total} samples", "self time by package:"]
     lines += [f"  {n / total:6.1%}  {name}" for name, n in own.most_common()]
+    lines.append("self time by function:")
+    lines += [f"  {n / total:6.1%}  {name}" for name, n in own_function.most_common(top // 2)]
     lines.append("inclusive:")
     lines += [f"  {n / total:6.1%}  {name}" for name, n in inclusive.most_common(top)]
     return lines
