@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import gnupg
 
-from maskmail.core.errors import InvalidAddress
+from maskmail.core.errors import InvalidAddress, ToolUnavailable
 from maskmail.core.pgp import KeyFacts
 
 PUBLIC_KEY_ARMOR = "-----BEGIN PGP PUBLIC KEY BLOCK-----"
@@ -111,4 +111,4 @@ def check_key(armored: str) -> KeyFacts:
     try:
         return gpg().check(armored)
     except EncryptionFailed as exc:
-        raise _refuse(exc.reason, "unavailable") from exc
+        raise ToolUnavailable(f"keys cannot be checked here: {exc.reason}") from exc

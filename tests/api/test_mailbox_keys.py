@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+
 import httpx
 import pytest
 
+from maskmail import openpgp
 from tests.api.conftest import Caller, UserFactory
 from tests.pgp_keys import keys
 
@@ -104,4 +107,19 @@ async def test_bad_bodies_are_422(client: httpx.AsyncClient, carol: Caller) -> N
     # Longer than any key taken: the body limit answers first.
     too_long = {"public_key": "x" * 70_000}
     assert (await client.put(url, json=too_long, headers=carol.headers)).status_code == 413
+    assert (await client.get(url, headers=carol.headers)).status_code == 404
+
+
+async def test_without_gpg_a_key_is_503_and_changes_nothing(
+    client: httpx.AsyncClient, carol: Caller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
+    # gpg is looked for on first use: make each use a first one, on a server without it.
+    monkeypatch.setattr(openpgp, "gpg", openpgp.Gpg)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    answer = await client.put(url, json={"public_key": keys().good}, headers=carol.headers)
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["code"] == "unavailable"
+    assert "gpg is not installed" in answer.json()["message"]
+    assert answer.headers["Retry-After"] == "60"
     assert (await client.get(url, headers=carol.headers)).status_code == 404

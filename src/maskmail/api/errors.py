@@ -33,6 +33,7 @@ STATUS: dict[type[errors.MaskmailError], tuple[int, str]] = {
     errors.InvalidAddress: (422, "validation_error"),
     errors.RateLimited: (429, "rate_limited"),
     errors.StoreUnavailable: (503, "unavailable"),
+    errors.ToolUnavailable: (503, "unavailable"),
     errors.AddressTaken: (503, "unavailable"),
     # Only the verification message of a new mailbox is sent from the API.
     errors.DeliveryDeferred: (503, "unavailable"),
@@ -100,6 +101,9 @@ def _domain_problem(exc: errors.MaskmailError) -> Problem:
     elif isinstance(exc, errors.StoreUnavailable):
         headers["Retry-After"] = "5"
         log.warning("database unavailable: %s", exc.__cause__ or exc)
+    elif isinstance(exc, errors.ToolUnavailable):
+        headers["Retry-After"] = "60"
+        log.warning("%s", exc.message)
     return Problem(status, code, exc.message, headers, exc.details)
 
 

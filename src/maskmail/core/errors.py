@@ -86,6 +86,11 @@ class StoreUnavailable(MaskmailError):
     pass
 
 
+class ToolUnavailable(MaskmailError):
+    """A program the server needs (gpg) is missing or failing: the operator's to fix, not
+    the caller's, so a 503 rather than a 422."""
+
+
 class RateLimited(MaskmailError):
     """Too many requests; ``retry_after`` is in whole seconds."""
 

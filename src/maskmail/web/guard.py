@@ -20,6 +20,7 @@ from maskmail.core.errors import (
     LimitReached,
     MaskmailError,
     RateLimited,
+    ToolUnavailable,
 )
 from maskmail.core.records import RelayAddress
 from maskmail.store import addresses as store
@@ -102,7 +103,14 @@ def plain_text(value: object, limit: int) -> str:
 
 
 # Errors the person can act on (fix the input, wait, try later): shown on the page.
-REFUSALS = (InvalidAddress, LimitReached, RateLimited, DeliveryDeferred, DeliveryRefused)
+REFUSALS = (
+    InvalidAddress,
+    LimitReached,
+    RateLimited,
+    DeliveryDeferred,
+    DeliveryRefused,
+    ToolUnavailable,
+)
 
 
 @dataclass(frozen=True, slots=True)
