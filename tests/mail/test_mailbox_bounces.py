@@ -1,6 +1,7 @@
 """Bounces of one copy of a message sent to several mailboxes, over real SMTP: they count
-against that mailbox, pause it at the threshold and tell the owner at the default
-mailbox, and the address keeps forwarding to its other mailbox."""
+against that mailbox, pause it at the threshold and tell the owner at another mailbox
+(the default, unless it is the one bouncing), and the address keeps forwarding to its
+other mailbox."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from pathlib import Path
 
 import dkim
 import pytest
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
 from maskmail.mail.dkim import generate_key, txt_value
 from maskmail.mail.plane import mail_plane
-from maskmail.store import mailboxes
+from maskmail.store import mailboxes, tables
 from maskmail.store.engine import transaction
 from tests.mail.conftest import HOST, Mask, Masks, Sink, mail_settings, message, send_async
 from tests.mail.test_bounces import THRESHOLD, bounce_back
@@ -116,3 +118,23 @@ async def test_the_pause_notice_is_signed_as_forwards_are(
     [notice] = [m for m in sink.messages if m.mail_from == "<>"]
     assert notice.data.startswith(b"DKIM-Signature: ")
     assert dkim.verify(notice.data, dnsfunc=lambda name, timeout=5: txt_value(public).encode())
+
+
+async def test_a_default_mailbox_that_bounces_is_told_of_at_another(
+    relay: int, sink: Sink, masks: Masks, relay_engine: AsyncEngine
+) -> None:
+    mask, _, _, senders = await _sent_to_two(relay, sink, masks, relay_engine)
+    for _ in range(THRESHOLD):
+        await bounce_back(relay, senders[mask.owner], mask)
+    # Not at the default: that is the mailbox that bounces.
+    [notice] = [m for m in sink.messages if m.mail_from == "<>"]
+    assert notice.rcpt_tos == ["work@example.net"]
+    # Once the other is paused too, there is nowhere left to tell: no notice is sent.
+    for _ in range(THRESHOLD):
+        await bounce_back(relay, senders["work@example.net"], mask)
+    assert len([m for m in sink.messages if m.mail_from == "<>"]) == 1
+    async with transaction(relay_engine, readonly=True) as conn:
+        paused = await conn.scalars(
+            select(tables.mailboxes.c.paused_time).where(tables.mailboxes.c.user_id == mask.user_id)
+        )
+        assert [when is not None for when in paused] == [True, True]

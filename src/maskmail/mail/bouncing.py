@@ -91,8 +91,9 @@ async def _mailbox_bounce(
     ctx: MailContext, address_id: int, mailbox_id: int, bounce: Bounce
 ) -> None:
     """A copy to one of several mailboxes came back: it counts against that mailbox, and
-    at the threshold forwarding to it stops and the owner hears of it at their default
-    mailbox. The address stays enabled for its other mailboxes."""
+    at the threshold forwarding to it stops and the owner hears of it at another of their
+    mailboxes (``store.mailboxes.lock_for_bounce``). The address stays enabled for its
+    other mailboxes."""
     when = int(ctx.clock().timestamp())
     async with transaction(ctx.engine) as conn:
         paused = await store.record_mailbox_bounce(
@@ -102,8 +103,11 @@ async def _mailbox_bounce(
     if paused is None:
         return
     log.warning("mailbox %d paused after hard bounces", mailbox_id)
+    if paused.notify is None:
+        # Its owner has no other mailbox; the dashboard and the API show the pause.
+        return
     notice = mailboxes.pause_notice(
-        to=paused.default_mailbox,
+        to=paused.notify,
         sender=f"mailboxes@{ctx.domain}",
         mailbox_id=mailbox_id,
         when=when,
@@ -112,6 +116,6 @@ async def _mailbox_bounce(
         notice = await ctx.signer.sign(notice)
     try:
         # The null sender: a notice that bounces in turn comes back to nobody.
-        await ctx.outbound.deliver(notice, sender="", recipient=paused.default_mailbox)
+        await ctx.outbound.deliver(notice, sender="", recipient=paused.notify)
     except (DeliveryDeferred, DeliveryRefused) as exc:
         log.warning("pause notice for mailbox %d not delivered: %s", mailbox_id, exc.message)

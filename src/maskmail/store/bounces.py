@@ -103,10 +103,11 @@ async def record_bounce(
 
 @dataclass(frozen=True, slots=True)
 class MailboxPaused:
-    """A mailbox that hard bounces paused, and where to tell its owner."""
+    """A mailbox that hard bounces paused, and where to tell its owner (None: nowhere
+    but the bouncing mailbox itself)."""
 
     mailbox_id: int
-    default_mailbox: str
+    notify: str | None
 
 
 async def record_mailbox_bounce(
@@ -152,7 +153,7 @@ async def record_mailbox_bounce(
     ):
         return None
     await mailboxes.pause(conn, mailbox_id, when)
-    return MailboxPaused(mailbox_id, state.default_mailbox)
+    return MailboxPaused(mailbox_id, state.notify)
 
 
 async def resume_mailbox(conn: AsyncConnection, user_id: int, mailbox_id: int) -> None:

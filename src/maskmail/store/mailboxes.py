@@ -236,14 +236,17 @@ async def set_address_mailboxes(
 @dataclass(frozen=True, slots=True)
 class BounceState:
     paused: bool
-    # The owner's default mailbox, where they hear of a pause.
-    default_mailbox: str
+    # Where the owner hears of a pause: None when they have no other mailbox to hear at.
+    notify: str | None
 
 
 async def lock_for_bounce(
     conn: AsyncConnection, address_id: int, mailbox_id: int
 ) -> BounceState | None:
-    """The mailbox of the address's owner, locked; None when it is gone."""
+    """The mailbox of the address's owner, locked; None when it is gone.
+
+    The owner hears of a pause at their default mailbox, unless that is the bouncing one:
+    then at their oldest other verified mailbox that is not paused, if any."""
     owner = select(addresses.c.user_id).where(addresses.c.id == address_id).scalar_subquery()
     row = (
         await conn.execute(
@@ -254,10 +257,18 @@ async def lock_for_bounce(
     ).first()
     if row is None:
         return None
-    default = await conn.scalar(
-        select(mailboxes.c.email).where(mailboxes.c.user_id == owner, mailboxes.c.is_default)
+    notify = await conn.scalar(
+        select(mailboxes.c.email)
+        .where(
+            mailboxes.c.user_id == owner,
+            mailboxes.c.id != mailbox_id,
+            mailboxes.c.verified,
+            mailboxes.c.paused_time.is_(None),
+        )
+        .order_by(mailboxes.c.is_default.desc(), mailboxes.c.id)
+        .limit(1)
     )
-    return BounceState(row.paused_time is not None, str(default))
+    return BounceState(row.paused_time is not None, notify)
 
 
 async def pause(conn: AsyncConnection, mailbox_id: int, when: int) -> None:
