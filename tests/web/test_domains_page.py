@@ -8,12 +8,13 @@ from html import escape
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 
 from maskmail.config import Settings
 from maskmail.core import keys
 from maskmail.core.custom_domains import CHECKS
 from maskmail.store import accounts
-from tests.api.conftest import make_settings
+from tests.api.conftest import client_for, make_settings
 from tests.api.test_domains import dns_port, publish, zone
 from tests.web.conftest import Db, Person, SignIn
 
@@ -116,3 +117,12 @@ async def test_catch_all_delete_and_other_users(sign_in: SignIn, db: Db) -> None
     assert len(await _api(ann, auth)) == 1
     assert (await ann.post(base + "/delete")).status_code == 303
     assert await _api(ann, auth) == []
+
+
+async def test_signed_out_is_sent_to_sign_in(app: FastAPI) -> None:
+    async with client_for(app) as anyone:
+        shown = await anyone.get("/domains")
+        origin = {"Origin": "http://testserver"}
+        posted = await anyone.post("/domains", data={"domain": "x.example"}, headers=origin)
+    assert shown.status_code == 303 and shown.headers["location"] == "/"
+    assert posted.status_code == 303 and posted.headers["location"] == "/"
