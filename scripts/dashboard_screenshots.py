@@ -2,8 +2,9 @@
 
     .venv/bin/python scripts/dashboard_screenshots.py
 
-Runs ``maskmail up`` on a scratch SQLite database with a demo account, a few addresses
-and some made-up activity, and drives Debian's chromium through Playwright.
+Runs ``maskmail up`` on a scratch SQLite database with a demo account, a few addresses,
+a custom domain (checked against a DNS server on loopback that holds some of its
+records) and some made-up activity, and drives Debian's chromium through Playwright.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import httpx
 from playwright.sync_api import Page, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.api.test_domains import publish
+from tests.dns_server import running_dns
 from tests.support import free_port, run_cli, running
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "images"
@@ -33,7 +36,7 @@ def _cli(env: dict[str, str], *args: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
-def _seed(env: dict[str, str], url: str, db: Path) -> None:
+def _seed(env: dict[str, str], url: str, db: Path, zone: dict[str, list[tuple[str, str]]]) -> None:
     key = _cli(env, "key", "create", EMAIL).strip()
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as api:
         for description in DESCRIPTIONS:
@@ -43,6 +46,10 @@ def _seed(env: dict[str, str], url: str, db: Path) -> None:
         api.post("/v3/relay/mailboxes", json={"email": "you.at.work@example.net"})
         api.post("/v3/relay/subdomains", json={"subdomain": "you"})
         api.put("/v3/relay/subdomains/use_subdomain", json={"use_relay_subdomain": True})
+        # A domain part-way set up: ownership, MX and SPF found; DKIM and DMARC not yet.
+        domain = api.post("/v3/relay/domains", json={"domain": "example.org"}).json()
+        publish(zone, domain, "ownership", "mx", "spf")
+        api.post(f"/v3/relay/domains/{domain['id']}/check")
     # Made-up history for the chart; the mail plane writes these rows in real use.
     pick = random.Random(14)  # noqa: S311 - demo figures, not secrets
     with sqlite3.connect(db) as conn:
@@ -72,10 +79,12 @@ def _shoot(page: Page, url: str, name: str) -> None:
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    zone: dict[str, list[tuple[str, str]]] = {}
+    with tempfile.TemporaryDirectory() as tmp, running_dns(zone) as dns:
         db = Path(tmp) / "demo.db"
         env = {
             "MASKMAIL_DATABASE_URL": f"sqlite+aiosqlite:///{db}",
+            "MASKMAIL_DNS_RESOLVER": f"127.0.0.1:{dns}",
             "MASKMAIL_DATA_DIR": tmp,
             "MASKMAIL_DOMAIN": "relay.example.com",
         }
@@ -86,7 +95,7 @@ def main() -> None:
         up = ("up", "--api-port", str(port), "--smtp-port", str(free_port()))
         with running(env, *up, port=port, log=Path(tmp) / "up.log"):
             url = f"http://127.0.0.1:{port}"
-            _seed(env, url, db)
+            _seed(env, url, db, zone)
             with sync_playwright() as driver:
                 browser = driver.chromium.launch(
                     executable_path="/usr/bin/chromium", args=["--no-sandbox"]
@@ -101,6 +110,7 @@ def main() -> None:
                 _shoot(page, url + "/addresses/3", "address")
                 _shoot(page, url + "/mailboxes", "mailboxes")
                 _shoot(page, url + "/subdomain", "subdomain")
+                _shoot(page, url + "/domains", "domains")
                 _shoot(page, url + "/activity", "activity")
                 _shoot(page, url + "/keys", "keys")
                 browser.close()

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
+from tests.dns_server import running_dns
 from tests.support import BACKENDS, free_port, fresh_database, run_cli, running
 
 CHROMIUM = "/usr/bin/chromium"
@@ -27,6 +28,8 @@ class Site:
     smtp_port: int
     # The Maildir the server sends to (no smarthost): forwards and verification messages.
     outbox: Path
+    # The records the site's DNS server (on loopback) answers with; empty: NXDOMAIN.
+    zone: dict[str, list[tuple[str, str]]]
     keys: dict[str, str] = field(default_factory=dict)
 
     def api(self, email: str) -> httpx.Client:
@@ -59,9 +62,11 @@ def site(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Site]:
     tmp = tmp_path_factory.mktemp("site")
-    with _off_the_loop(fresh_database(request.param, tmp)) as url:
+    zone: dict[str, list[tuple[str, str]]] = {}
+    with _off_the_loop(fresh_database(request.param, tmp)) as url, running_dns(zone) as dns:
         env = {
             "MASKMAIL_DATABASE_URL": url,
+            "MASKMAIL_DNS_RESOLVER": f"127.0.0.1:{dns}",
             "MASKMAIL_DATA_DIR": str(tmp / "var"),
             "MASKMAIL_DOMAIN": "relay.example.com",
             "MASKMAIL_RATE_LIMIT": "100000/minute",
@@ -76,7 +81,8 @@ def site(
         api_port, smtp_port = free_port(), free_port()
         up = ("up", "--api-port", str(api_port), "--smtp-port", str(smtp_port))
         with running(env, *up, port=api_port, log=tmp / "up.log"):
-            yield Site(f"http://127.0.0.1:{api_port}", smtp_port, tmp / "var" / "outbox", keys)
+            site_url = f"http://127.0.0.1:{api_port}"
+            yield Site(site_url, smtp_port, tmp / "var" / "outbox", zone, keys)
 
 
 # Per module, not per session: Playwright's sync API keeps an event loop running on this

@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import USERS, Site, serious_violations, sign_in
+from tests.pgp_keys import keys
 from tests.support import free_port
 
 pytestmark = pytest.mark.slow
@@ -197,7 +198,16 @@ def test_cross_site_form_post_is_refused(browser: Browser, site: Site, other_sit
     context.close()
 
 
-PAGES = ("/", "/mailboxes", "/subdomain", "/activity", "/keys", "/help/clients", "/password")
+PAGES = (
+    "/",
+    "/mailboxes",
+    "/subdomain",
+    "/domains",
+    "/activity",
+    "/keys",
+    "/help/clients",
+    "/password",
+)
 
 
 def test_axe_finds_nothing_serious(page: Page, site: Site) -> None:
@@ -217,10 +227,14 @@ def test_axe_finds_nothing_serious(page: Page, site: Site) -> None:
 def test_readable_at_375_px(page: Page, site: Site) -> None:
     page.set_viewport_size({"width": 375, "height": 800})
     with site.api(ANN) as api:
-        # The widest states: a mailbox waiting for its code, a claimed subdomain.
+        # The widest states: a mailbox waiting for its code, a claimed subdomain, a
+        # domain with its records (a DKIM key hundreds of characters long), a PGP key.
         api.post("/v3/relay/mailboxes", json={"email": "ann.long.mailbox.name@example.net"})
         if not api.get("/v3/relay/subdomains").json():
             api.post("/v3/relay/subdomains", json={"subdomain": "ann-has-a-long-subdomain"})
+        api.post("/v3/relay/domains", json={"domain": "ann-has-a-long-domain-name.example"})
+        mailbox = next(m for m in api.get("/v3/relay/mailboxes").json() if m["email"] == ANN)
+        api.put(f"/v3/relay/mailboxes/{mailbox['id']}/pgp", json={"public_key": keys().good})
     sign_in(page, site, ANN)
     _new_address(page)
     for path in PAGES:

@@ -28,7 +28,8 @@ def test_vendored_files_match_their_manifest(folder: Path) -> None:
 async def test_pages_load_only_our_own_files(sign_in: SignIn) -> None:
     ann = await sign_in("olga@example.com")
     await ann.post("/addresses")
-    paths = ("/", "/mailboxes", "/subdomain", "/activity", "/keys", "/password")
+    await ann.post("/domains", {"domain": "olga.example"})
+    paths = ("/", "/mailboxes", "/subdomain", "/domains", "/activity", "/keys", "/password")
     for path in (*paths, "/addresses/1/delete"):
         html = (await ann.client.get(path)).text
         for url in re.findall(r'(?:src|href)="([^"]+)"', html):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -11,7 +12,7 @@ from maskmail.core.errors import MailboxNotFound
 from maskmail.core.pgp import KeyFacts
 from maskmail.store.clock import now
 from maskmail.store.mailboxes import get_mailbox
-from maskmail.store.tables import mailbox_keys
+from maskmail.store.tables import mailbox_keys, mailboxes
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,21 @@ async def get_key(conn: AsyncConnection, user_id: int, mailbox_id: int) -> Mailb
     ).first()
     if row is None:
         raise MailboxNotFound("this mailbox has no PGP key")
+    return _key(row)
+
+
+def _key(row: Any) -> MailboxKey:
     return MailboxKey(int(row[0]), str(row[1]), bool(row[2]), int(row[3]), row[4])
+
+
+async def keys_of(conn: AsyncConnection, user_id: int) -> dict[int, MailboxKey]:
+    """The keys of all the user's mailboxes, by mailbox id (the dashboard's list)."""
+    rows = await conn.execute(
+        select(*_COLUMNS)
+        .select_from(mailbox_keys.join(mailboxes, mailboxes.c.id == mailbox_keys.c.mailbox_id))
+        .where(mailboxes.c.user_id == user_id)
+    )
+    return {int(row[0]): _key(row) for row in rows}
 
 
 async def set_key(

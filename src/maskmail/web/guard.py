@@ -102,6 +102,15 @@ def plain_text(value: object, limit: int) -> str:
     return "".join(c for c in text[: limit * 2] if not is_control(c)).strip()[:limit]
 
 
+def switch(form: FormData, field: str) -> bool:
+    """An on/off form field ("true" or "false"); anything else is refused, as the API's
+    strict booleans are."""
+    value = {"true": True, "false": False}.get(str(form.get(field)))
+    if value is None:
+        raise InvalidAddress("choose on or off", {"field": field})
+    return value
+
+
 # Errors the person can act on (fix the input, wait, try later): shown on the page.
 REFUSALS = (
     InvalidAddress,

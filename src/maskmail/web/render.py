@@ -67,6 +67,23 @@ def page(
     return HTMLResponse(html, status_code=status, headers=HEADERS)
 
 
+def ask_to_delete(
+    request: Request, viewer: Viewer, kind: str, name: str, explain: str, item: str, listed: str
+) -> Response:
+    """The page that asks before deleting ``item`` (its form posts to ``item``/delete;
+    Cancel goes back to ``listed``)."""
+    return page(
+        request,
+        "delete.html",
+        viewer,
+        kind=kind,
+        name=name,
+        explain=explain,
+        action=f"{item}/delete",
+        cancel=listed,
+    )
+
+
 def back_to(request: Request, path: str) -> Response:
     """After a change: see the page again (303, so the browser asks with GET)."""
     return RedirectResponse(root(request) + path, status_code=303, headers=HEADERS)

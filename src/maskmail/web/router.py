@@ -11,8 +11,10 @@ from maskmail.web.pages import (
     activity,
     address,
     addresses,
+    domains,
     help,
     keys,
+    mailbox_keys,
     mailboxes,
     password,
     signin,
@@ -21,7 +23,19 @@ from maskmail.web.pages import (
 from maskmail.web.render import back_to, forbidden, not_found
 
 router = APIRouter(include_in_schema=False)
-for pages in (signin, addresses, address, activity, mailboxes, subdomain, keys, password, help):
+for pages in (
+    signin,
+    addresses,
+    address,
+    activity,
+    mailboxes,
+    mailbox_keys,
+    subdomain,
+    domains,
+    keys,
+    password,
+    help,
+):
     router.include_router(pages.router)
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from starlette.responses import Response
 
 from maskmail import dnscheck
@@ -90,6 +91,41 @@ def domain_json(found: CustomDomain, settings: Settings) -> dict[str, Any]:
     }
 
 
+async def add_for(
+    conn: AsyncConnection, user_id: int, name: str, settings: Settings
+) -> CustomDomain:
+    """Add ``name`` for the user with a token and DKIM key of its own (the API's and
+    the dashboard's way)."""
+    # The cheap refusals before the key, which takes a tenth of a second to make.
+    rules.refuse_relay_domain(rules.check_domain(name), relay_domains(settings))
+    private, public = await asyncio.to_thread(generate_key)
+    return await store.add_domain(
+        conn,
+        user_id,
+        name,
+        relay_domains=relay_domains(settings),
+        limit=settings.max_domains_per_user,
+        token=secrets.token_hex(16),
+        selector=f"{settings.dkim_selector}-{secrets.token_hex(3)}",
+        private_key=private,
+        dkim_txt=txt_value(public),
+    )
+
+
+async def recheck(
+    engine: AsyncEngine, user_id: int, found: CustomDomain, settings: Settings
+) -> CustomDomain:
+    """Look ``found``'s records up now and keep the results; called with no transaction
+    open, since DNS may take seconds and on SQLite a writing one would hold the
+    database's write lock all that time."""
+    checks = await dnscheck.checks_now(found, settings)
+    async with transaction(engine) as conn:
+        await store.record_check(
+            conn, found.id, checks, warned=False if all(checks.values()) else None
+        )
+        return await store.get_domain(conn, user_id, found.id)
+
+
 @router.get(
     "",
     response_model=list[DomainOut],
@@ -114,20 +150,7 @@ async def list_domains(owner: CurrentOwner, conn: Conn, settings: CurrentSetting
 async def add_domain(
     body: DomainAdd, owner: CurrentOwner, conn: Conn, settings: CurrentSettings
 ) -> Response:
-    # The cheap refusals before the key, which takes a tenth of a second to make.
-    rules.refuse_relay_domain(rules.check_domain(body.domain), relay_domains(settings))
-    private, public = await asyncio.to_thread(generate_key)
-    made = await store.add_domain(
-        conn,
-        owner.user_id,
-        body.domain,
-        relay_domains=relay_domains(settings),
-        limit=settings.max_domains_per_user,
-        token=secrets.token_hex(16),
-        selector=f"{settings.dkim_selector}-{secrets.token_hex(3)}",
-        private_key=private,
-        dkim_txt=txt_value(public),
-    )
+    made = await add_for(conn, owner.user_id, body.domain, settings)
     return json(domain_json(made, settings))
 
 
@@ -157,19 +180,11 @@ async def read_domain(
 async def check_domain(
     domain_id: DomainId, request: Request, key_hash: KeyHash, settings: CurrentSettings
 ) -> Response:
-    # No transaction stays open while DNS answers (seconds, at worst): on SQLite a
-    # writing one would hold the database's write lock all that time.
     engine = request.app.state.engine
     async with transaction(engine, readonly=True) as conn:
         owner = await owner_of(request, key_hash, conn)
         found = await store.get_domain(conn, owner.user_id, domain_id)
-    checks = await dnscheck.checks_now(found, settings)
-    async with transaction(engine) as conn:
-        await store.record_check(
-            conn, found.id, checks, warned=False if all(checks.values()) else None
-        )
-        changed = await store.get_domain(conn, owner.user_id, domain_id)
-    return json(domain_json(changed, settings))
+    return json(domain_json(await recheck(engine, owner.user_id, found, settings), settings))
 
 
 @router.patch(

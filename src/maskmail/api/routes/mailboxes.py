@@ -25,6 +25,7 @@ from maskmail.core.errors import DeliveryDeferred, InvalidAddress
 from maskmail.openpgp import MAX_KEY_CHARS, check_key
 from maskmail.store import addresses, bounces, domains, mailbox_keys
 from maskmail.store import mailboxes as store
+from maskmail.store.mailbox_keys import MailboxKey
 from maskmail.store.mailboxes import Mailbox
 
 router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
@@ -285,13 +286,24 @@ async def read_mailbox_key(mailbox_id: MailboxId, owner: CurrentOwner, conn: Con
 async def set_mailbox_key(
     mailbox_id: MailboxId, body: KeyRequest, owner: CurrentOwner, conn: Conn
 ) -> Response:
-    await store.get_mailbox(conn, owner.user_id, mailbox_id)
-    # gpg runs as a child process: off the event loop.
-    facts = await asyncio.to_thread(check_key, body.public_key)
-    key = await mailbox_keys.set_key(
-        conn, owner.user_id, mailbox_id, body.public_key.strip(), facts, body.encrypt_subject
-    )
+    key = await put_key(conn, owner.user_id, mailbox_id, body.public_key, body.encrypt_subject)
     return json(key.json())
+
+
+async def put_key(
+    conn: AsyncConnection,
+    user_id: int,
+    mailbox_id: int,
+    armored: str,
+    encrypt_subject: bool | None,
+) -> MailboxKey:
+    """Check the key as gpg reads it and keep it (the API's and the dashboard's way)."""
+    await store.get_mailbox(conn, user_id, mailbox_id)
+    # gpg runs as a child process: off the event loop.
+    facts = await asyncio.to_thread(check_key, armored)
+    return await mailbox_keys.set_key(
+        conn, user_id, mailbox_id, armored.strip(), facts, encrypt_subject
+    )
 
 
 @router.patch(

@@ -28,10 +28,12 @@ from maskmail.web.guard import (
     viewer_of,
 )
 from maskmail.web.pages.signin import sign_in_page
-from maskmail.web.render import HEADERS, back_to, fragment, page, root
+from maskmail.web.render import HEADERS, ask_to_delete, back_to, fragment, page, root
 from maskmail.web.sessions import Viewer
 
 router = APIRouter(include_in_schema=False)
+
+_GONE = "Mail to it will no longer reach you, and the address is never handed out again."
 
 PAGE_SIZE = 50
 MAX_QUERY = 100
@@ -149,16 +151,8 @@ async def change_address(address: str, request: Request, conn: Conn) -> Response
 async def confirm_delete(address: str, request: Request, conn: Conn) -> Response:
     viewer = await require_viewer(request, conn)
     found = await owned_address(conn, viewer, address)
-    return page(
-        request,
-        "delete.html",
-        viewer,
-        kind="",
-        name=found.full_address,
-        explain="Mail to it will no longer reach you, and the address is never handed out again.",
-        action=f"/addresses/{found.id}/delete",
-        cancel="/",
-    )
+    path = f"/addresses/{found.id}"
+    return ask_to_delete(request, viewer, "", found.full_address, _GONE, path, "/")
 
 
 @router.post("/addresses/{address}/delete")

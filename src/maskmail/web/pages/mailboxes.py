@@ -1,5 +1,6 @@
 """The mailboxes page: add (verification mailed as by the API), verify by code, make
-default, delete. An address's own page chooses the mailboxes it forwards to."""
+default, delete; each one's PGP key is set in pages/mailbox_keys.py. An address's own
+page chooses the mailboxes it forwards to."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from starlette.responses import Response
 from maskmail.api.deps import Conn
 from maskmail.api.routes.mailboxes import add_and_ask, check_code
 from maskmail.core.errors import MailboxNotFound
+from maskmail.store import mailbox_keys
 from maskmail.store import mailboxes as store
 from maskmail.store.mailboxes import Mailbox
 from maskmail.web.guard import (
@@ -23,13 +25,18 @@ from maskmail.web.guard import (
     plain_text,
     require_viewer,
 )
-from maskmail.web.render import back_to, page
+from maskmail.web.render import ask_to_delete, back_to, page
 from maskmail.web.sessions import Viewer
 
 router = APIRouter(include_in_schema=False)
 
+_GONE = (
+    "Mail stops going to it. Addresses that forwarded only to it forward to your default "
+    "mailbox instead."
+)
 
-async def _mailboxes_page(
+
+async def mailboxes_page(
     request: Request,
     conn: Conn,
     viewer: Viewer,
@@ -44,6 +51,7 @@ async def _mailboxes_page(
         viewer,
         status=refused.status if refused else 200,
         mailboxes=await store.list_mailboxes(conn, viewer.user_id),
+        keys=await mailbox_keys.keys_of(conn, viewer.user_id),
         notice=notice,
         error=refused.message if refused else "",
         email=email,
@@ -53,7 +61,7 @@ async def _mailboxes_page(
 @router.get("/mailboxes")
 async def show_mailboxes(request: Request, conn: Conn) -> Response:
     viewer = await require_viewer(request, conn)
-    return await _mailboxes_page(request, conn, viewer)
+    return await mailboxes_page(request, conn, viewer)
 
 
 @router.post("/mailboxes")
@@ -62,9 +70,9 @@ async def add_mailbox(request: Request, conn: Conn) -> Response:
     email = plain_text(form.get("email"), 320)
     added = await attempt(conn, viewer, lambda: add_and_ask(request, conn, viewer.user_id, email))
     if isinstance(added, Refused):
-        return await _mailboxes_page(request, conn, viewer, refused=added, email=email)
+        return await mailboxes_page(request, conn, viewer, refused=added, email=email)
     notice = f"A message with a link and a 6-digit code went to {added.email}."
-    return await _mailboxes_page(request, conn, viewer, notice=notice)
+    return await mailboxes_page(request, conn, viewer, notice=notice)
 
 
 @router.post("/mailboxes/{mailbox}/verify")
@@ -75,8 +83,8 @@ async def verify_mailbox(mailbox: str, request: Request, conn: Conn) -> Response
         conn, viewer, lambda: check_code(request, conn, viewer.user_id, wanted, code)
     )
     if isinstance(done, Refused):
-        return await _mailboxes_page(request, conn, viewer, refused=done)
-    return await _mailboxes_page(request, conn, viewer, notice=f"{done.email} is verified.")
+        return await mailboxes_page(request, conn, viewer, refused=done)
+    return await mailboxes_page(request, conn, viewer, notice=f"{done.email} is verified.")
 
 
 async def _then_list(
@@ -87,7 +95,7 @@ async def _then_list(
     wanted = path_id(mailbox, viewer)
     done = await attempt(conn, viewer, lambda: work(viewer.user_id, wanted))
     if isinstance(done, Refused):
-        return await _mailboxes_page(request, conn, viewer, refused=done)
+        return await mailboxes_page(request, conn, viewer, refused=done)
     return back_to(request, "/mailboxes")
 
 
@@ -107,17 +115,8 @@ async def _owned(conn: Conn, viewer: Viewer, text: str) -> Mailbox:
 async def confirm_delete(mailbox: str, request: Request, conn: Conn) -> Response:
     viewer = await require_viewer(request, conn)
     found = await _owned(conn, viewer, mailbox)
-    return page(
-        request,
-        "delete.html",
-        viewer,
-        kind="the mailbox",
-        name=found.email,
-        explain="Mail stops going to it. Addresses that forwarded only to it forward to your "
-        "default mailbox instead.",
-        action=f"/mailboxes/{found.id}/delete",
-        cancel="/mailboxes",
-    )
+    path = f"/mailboxes/{found.id}"
+    return ask_to_delete(request, viewer, "the mailbox", found.email, _GONE, path, "/mailboxes")
 
 
 @router.post("/mailboxes/{mailbox}/delete")

@@ -23,6 +23,7 @@ from maskmail.web.guard import (
     path_id,
     refusal,
     require_viewer,
+    switch,
 )
 from maskmail.web.render import back_to, page
 from maskmail.web.sessions import Viewer
@@ -111,13 +112,6 @@ async def _then_page(
     return back_to(request, "/subdomain")
 
 
-def _switch(form: FormData, field: str) -> bool:
-    value = {"true": True, "false": False}.get(str(form.get(field)))
-    if value is None:
-        raise InvalidAddress("choose on or off", {"field": field})
-    return value
-
-
 @router.post("/subdomain")
 async def claim(request: Request, conn: Conn) -> Response:
     viewer, form = await change(request, conn)
@@ -131,7 +125,7 @@ async def use_subdomain(request: Request, conn: Conn) -> Response:
     viewer, form = await change(request, conn)
 
     async def work() -> bool:
-        return await store.set_use_subdomain(conn, viewer.user_id, _switch(form, "use"))
+        return await store.set_use_subdomain(conn, viewer.user_id, switch(form, "use"))
 
     return await _then_page(request, conn, viewer, work)
 
@@ -142,7 +136,7 @@ async def switch_catch_all(subdomain: str, request: Request, conn: Conn) -> Resp
     wanted, domain = path_id(subdomain, viewer), _domain(request)
 
     async def work() -> Subdomain:
-        on = _switch(form, "catch_all")
+        on = switch(form, "catch_all")
         return await store.change(conn, viewer.user_id, wanted, domain=domain, catch_all=on)
 
     return await _then_page(request, conn, viewer, work)

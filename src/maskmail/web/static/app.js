@@ -8,7 +8,7 @@ document.addEventListener("click", function (event) {
   navigator.clipboard.writeText(button.getAttribute("data-copy")).then(function () {
     if (status) status.textContent = "Copied " + button.getAttribute("data-copy");
   }, function () {
-    if (status) status.textContent = "Copying is not allowed here; select the address instead.";
+    if (status) status.textContent = "Copying is not allowed here; select the text instead.";
   });
 });
 document.addEventListener("htmx:beforeRequest", function () {
