@@ -97,7 +97,7 @@ async def test_without_gpg_the_api_message_shows(
     ann = await sign_in("ann@example.com")
     mailbox_id, auth = await _setup(db, ann)
     refused = await ann.post(f"/mailboxes/{mailbox_id}/pgp", {"public_key": keys().good})
-    assert refused.status_code == 422 and "is not installed" in refused.text
+    assert refused.status_code == 503 and "is not installed" in refused.text
     assert (await _api_key(ann, mailbox_id, auth)).status_code == 404
 
 
