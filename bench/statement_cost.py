@@ -59,7 +59,7 @@ _KEYS = PRIVATE_EMAIL_FIELDS
 PAGES = {
     "page": listing.PAGE.postgresql,
     "page counting rows": listing.PAGE.postgresql.replace(
-        "o.address_count",
+        "o.total",
         "(SELECT count(*) FROM addresses WHERE user_id = (SELECT user_id FROM o))",
     ),
 }

@@ -12,10 +12,9 @@ from bench.lab import database
 from bench import seed
 from maskmail.core.keys import hash_key
 from maskmail.core.records import RelayAddress
-from maskmail.store import accounts, addresses
+from maskmail.store import accounts, address_counts, addresses
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.migrate import upgrade
-from maskmail.store.tables import users
 from tests.support import BACKENDS
 
 
@@ -27,11 +26,7 @@ async def _loaded(url: str, keys: list[str]) -> list[tuple[int, int, list[RelayA
             for key in keys:
                 owner = await accounts.owner_for_key(conn, hash_key(key))
                 assert owner is not None
-                total = await conn.scalar(
-                    users.select()
-                    .with_only_columns(users.c.address_count)
-                    .where(users.c.id == owner.user_id)
-                )
+                total = await address_counts.total(conn, owner.user_id)
                 made = await addresses.list_addresses(conn, owner.user_id)
                 found.append((owner.user_id, int(total or 0), made))
             return found

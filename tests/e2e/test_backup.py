@@ -73,7 +73,7 @@ def test_backup_under_write_load_restores_to_a_consistent_copy(tmp_path: Path) -
     assert ids == list(range(1, len(ids) + 1))
     assert copy["addresses"] == live["addresses"][: len(ids)]
     with closing(sqlite3.connect(f"{(tmp_path / 'nightly.db').as_uri()}?mode=ro", uri=True)) as db:
-        [(counted,)] = db.execute("SELECT address_count FROM users").fetchall()
+        [(counted,)] = db.execute("SELECT sum(n) FROM address_counts").fetchall()
     assert counted == len(ids)
     assert len(copy["tombstones"]) >= len(ids)
 

@@ -23,10 +23,10 @@ from maskmail.mail import recipients
 from maskmail.mail.context import MailContext
 from maskmail.mail.plane import mail_plane, outbound_for
 from maskmail.mail.spam import SpamJudge
-from maskmail.store import accounts, subdomains
+from maskmail.store import accounts, address_counts, subdomains
 from maskmail.store.addresses import Place, create_address, delete_address, list_addresses
 from maskmail.store.engine import transaction
-from maskmail.store.tables import addresses, users
+from maskmail.store.tables import addresses
 from tests.mail.conftest import DOMAIN, HOST, Sink, mail_settings, message, send_async
 from tests.support import free_port
 
@@ -111,7 +111,7 @@ async def test_first_mail_makes_the_address_then_forwards(
     await send_async(relay, SENDER, [made], message(to=made))
     async with relay_engine.connect() as conn:
         [address] = await list_addresses(conn, owner.user_id)
-        count = await conn.scalar(select(users.c.address_count).where(users.c.id == owner.user_id))
+        count = await address_counts.total(conn, owner.user_id)
     assert address.num_forwarded == 2 and count == 1
 
 
@@ -299,7 +299,7 @@ async def test_200_concurrent_first_mails_make_each_address_once(
     made = await _addresses(relay_engine, owner.user_id)
     assert set(made) == {f"p{i}@{owner.host}" for i in range(100)}
     async with relay_engine.connect() as conn:
-        count = await conn.scalar(select(users.c.address_count).where(users.c.id == owner.user_id))
+        count = await address_counts.total(conn, owner.user_id)
         rows = await conn.scalar(select(func.count()).where(addresses.c.user_id == owner.user_id))
     assert count == 100 and rows == 100
 
@@ -346,7 +346,7 @@ async def test_200_concurrent_first_mails_are_each_forwarded_and_counted_once(
     assert {tuple(m.rcpt_tos) for m in sink.messages} == {(owner.mailbox,)}
     async with relay_engine.connect() as conn:
         made = await list_addresses(conn, owner.user_id)
-        count = await conn.scalar(select(users.c.address_count).where(users.c.id == owner.user_id))
+        count = await address_counts.total(conn, owner.user_id)
     assert sorted(a.full_address for a in made) == sorted(f"c{i}@{owner.host}" for i in range(100))
     assert count == 100
     assert [a.num_forwarded for a in made] == [2] * 100

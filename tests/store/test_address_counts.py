@@ -9,7 +9,7 @@ from sqlalchemy import delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core import keys
-from maskmail.store import accounts, listing
+from maskmail.store import accounts, address_counts, listing
 from maskmail.store import addresses as store
 from maskmail.store.driver import DriverPool, driver_of
 from maskmail.store.engine import transaction
@@ -20,7 +20,7 @@ DOMAIN = "relay.test"
 
 
 async def _kept_and_real(conn: AsyncConnection, user_id: int) -> tuple[int, int]:
-    kept = await conn.scalar(select(users.c.address_count).where(users.c.id == user_id))
+    kept = await address_counts.total(conn, user_id)
     real = await conn.scalar(
         select(func.count()).select_from(addresses).where(addresses.c.user_id == user_id)
     )

@@ -14,7 +14,7 @@ from maskmail.store import mailboxes
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import alembic_config, upgrade
 from maskmail.store.tables import address_mailboxes, addresses, api_keys, users
-from tests.support import BACKENDS, fresh_database
+from tests.support import BACKENDS, fresh_database, kept_address_count
 
 
 async def _seed(url: str) -> None:
@@ -49,7 +49,8 @@ async def _read(url: str) -> tuple[list[object], int, int, int, list[int]]:
                 await conn.scalar(select(func.count()).select_from(api_keys)),
                 await conn.scalar(select(func.count()).select_from(address_mailboxes)),
             )
-            address_counts = list(await conn.scalars(select(users.c.address_count)))
+            ids = await conn.scalars(select(users.c.id).order_by(users.c.id))
+            address_counts = [await kept_address_count(conn, user_id) for user_id in ids]
             chosen = await mailboxes.address_mailbox_ids(
                 conn, 1, int(await conn.scalar(select(func.min(addresses.c.id))) or 0)
             )

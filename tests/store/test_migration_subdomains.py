@@ -23,7 +23,7 @@ from maskmail.store.tables import (
     tombstones,
     users,
 )
-from tests.support import BACKENDS, fresh_database
+from tests.support import BACKENDS, fresh_database, kept_address_count
 
 Snapshot = dict[str, list[tuple[object, ...]]]
 
@@ -66,9 +66,7 @@ async def _seed(url: str) -> None:
 async def _snapshot(url: str) -> Snapshot:
     engine = create_engine(url, pool_size=1)
     tables = {
-        "users": select(
-            users.c.id, users.c.email, users.c.email_key, users.c.address_count
-        ).order_by(users.c.id),
+        "users": select(users.c.id, users.c.email, users.c.email_key).order_by(users.c.id),
         "api_keys": select(api_keys.c.user_id, api_keys.c.key_hash).order_by(api_keys.c.id),
         "addresses": select(
             addresses.c.id,
@@ -85,7 +83,9 @@ async def _snapshot(url: str) -> Snapshot:
     }
     try:
         async with engine.connect() as conn:
-            return {name: [tuple(r) for r in await conn.execute(q)] for name, q in tables.items()}
+            found = {name: [tuple(r) for r in await conn.execute(q)] for name, q in tables.items()}
+            found["counts"] = [(await kept_address_count(conn, u[0]),) for u in found["users"]]
+            return found
     finally:
         await engine.dispose()
 
@@ -111,7 +111,7 @@ async def _one_local_part_at_two_hosts(url: str) -> None:
     try:
         async with engine.begin() as conn:
             await conn.exec_driver_sql(insert)
-            count = await conn.scalar(select(users.c.address_count).where(users.c.id == 1))
+            count = await kept_address_count(conn, 1)
             assert count == 4
         with pytest.raises(IntegrityError):
             async with engine.begin() as conn:
@@ -148,7 +148,7 @@ def test_upgrade_from_0005_keeps_users_keys_and_addresses(backend: str, tmp_path
         assert asyncio.run(_snapshot(url)) == before
         assert len(before["addresses"]) == 6 and len(before["api_keys"]) == 2
         assert len(before["reverse_aliases"]) == 1 and len(before["bounces"]) == 1
-        assert before["users"][0][3] == 3
+        assert before["counts"][0] == (3,)
         assert asyncio.run(_new_state(url)) == ([False, False], 0)
         asyncio.run(_one_local_part_at_two_hosts(url))
         # Down to the revision before and up again: still nothing lost.

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import alembic_config, head_revision, upgrade
 from maskmail.store.tables import metadata, users
-from tests.support import BACKENDS, fresh_database, run_cli
+from tests.support import BACKENDS, fresh_database, kept_address_count, run_cli
 
 
 def _diff(sync_conn: Connection) -> list[object]:
@@ -79,10 +79,8 @@ async def _counts(url: str) -> list[tuple[int, int]]:
     engine = create_engine(url, pool_size=1)
     try:
         async with engine.connect() as conn:
-            rows = await conn.execute(
-                select(users.c.id, users.c.address_count).order_by(users.c.id)
-            )
-            return [(int(user_id), int(count)) for user_id, count in rows]
+            ids = list(await conn.scalars(select(users.c.id).order_by(users.c.id)))
+            return [(int(i), await kept_address_count(conn, i)) for i in ids]
     finally:
         await engine.dispose()
 
@@ -98,3 +96,43 @@ def test_address_counts_are_filled_in_for_existing_users(backend: str, tmp_path:
         command.downgrade(alembic_config(url), "0003")
         upgrade(url)
         assert asyncio.run(_counts(url)) == [(1, 3), (2, 0), (3, 1)]
+
+
+async def _add_addresses(url: str, owners: list[int]) -> None:
+    """One address per entry of ``owners``, each in its own transaction and, on
+    PostgreSQL, from more than one connection (so in more than one slot); then the
+    first of them is deleted."""
+    engine = create_engine(url, pool_size=3)
+    try:
+
+        async def add(n: int, owner: int) -> None:
+            async with engine.begin() as conn:
+                await conn.exec_driver_sql(
+                    "INSERT INTO addresses (user_id, address, domain, created_time) "
+                    f"VALUES ({owner}, 'slot{n}x{owner}', 'relay.test', 1)"
+                )
+
+        await asyncio.gather(*(add(n, owner) for n, owner in enumerate(owners)))
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(f"DELETE FROM addresses WHERE address = 'slot0x{owners[0]}'")
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_address_counts_move_to_their_slots_and_back(backend: str, tmp_path: Path) -> None:
+    with fresh_database(backend, tmp_path) as url:
+        command.upgrade(alembic_config(url), "0010")
+        asyncio.run(_seed_before_counts(url))
+        upgrade(url)
+        assert asyncio.run(_counts(url)) == [(1, 3), (2, 0), (3, 1)]
+        # Counted in the slots, one removal among them.
+        asyncio.run(_add_addresses(url, [1, 1, 2, 1, 2, 2, 1]))
+        assert asyncio.run(_counts(url)) == [(1, 6), (2, 3), (3, 1)]
+        # Back in users.address_count, and counted there by the old triggers again.
+        command.downgrade(alembic_config(url), "0010")
+        assert asyncio.run(_counts(url)) == [(1, 6), (2, 3), (3, 1)]
+        asyncio.run(_add_addresses(url, [3, 3]))
+        assert asyncio.run(_counts(url)) == [(1, 6), (2, 3), (3, 2)]
+        upgrade(url)
+        assert asyncio.run(_counts(url)) == [(1, 6), (2, 3), (3, 2)]

@@ -9,8 +9,9 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.records import RelayAddress
+from maskmail.store.address_counts import total_of
 from maskmail.store.addresses import ADDRESS_COLUMNS, record
-from maskmail.store.tables import addresses, users
+from maskmail.store.tables import addresses
 
 
 def _pattern(text: str) -> str:
@@ -35,8 +36,8 @@ async def search_addresses(
     if text:
         counting = select(func.count()).select_from(addresses).where(*where)
     else:
-        # Kept by triggers (migration 0005): no walk over the owner's index entries.
-        counting = select(users.c.address_count).where(users.c.id == user_id)
+        # Kept by triggers: no walk over the owner's index entries.
+        counting = select(total_of(user_id))
     count = int(await conn.scalar(counting) or 0)
     if offset >= count:
         return count, []

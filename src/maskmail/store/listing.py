@@ -16,6 +16,7 @@ from sqlalchemy import Boolean, String
 
 from maskmail.core.records import PRIVATE_EMAIL_FIELDS
 from maskmail.store.accounts import LIVE_KEY
+from maskmail.store.address_counts import total_sql
 from maskmail.store.driver import Driver, Statement
 from maskmail.store.tables import addresses
 
@@ -85,17 +86,15 @@ def _joined(owner: str, after: str, tail: str) -> tuple[str, str]:
     )
 
 
-_KEY_AND_TOTAL = (
-    f"SELECT k.user_id, u.address_count FROM ({LIVE_KEY}) k JOIN users u ON u.id = k.user_id"
-)
+_KEY_AND_TOTAL = f"SELECT k.user_id, {total_sql('k.user_id')} AS total FROM ({LIVE_KEY}) k"
 
 
 def _with_owner(after: str, tail: str, *, count: bool) -> Statement:
     """The key check first, in the same statement as the data: one row of (items, n,
     last, owner, total), or no row at all for an unknown or revoked key."""
-    # The total is the count the database keeps per owner (migration 0005): counting the
-    # rows walked all of the owner's index entries on every page.
-    total = "o.address_count" if count else "NULL"
+    # The total is the count the database keeps per owner (store/address_counts.py):
+    # counting the rows walked all of the owner's index entries on every page.
+    total = "o.total" if count else "NULL"
     head = f"WITH o AS MATERIALIZED ({_KEY_AND_TOTAL if count else LIVE_KEY}), c AS MATERIALIZED "
     sqlite, postgresql = _joined("(SELECT user_id FROM o)", after, tail)
     return Statement.per_dialect(

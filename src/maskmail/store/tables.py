@@ -42,8 +42,6 @@ users = Table(
     Column("created_time", BigInteger, nullable=False),
     # Whether the user's display name goes out with their replies (off: only the address).
     Column("show_name", Boolean, nullable=False, server_default=false()),
-    # How many addresses the user has: kept by triggers on addresses (migration 0005).
-    Column("address_count", BigInteger, nullable=False, server_default="0"),
     # The dashboard password, argon2id (migration 0006); null: no dashboard sign-in.
     Column("password_hash", String(255), nullable=True),
     # New addresses are made on the user's relay subdomain (Locker's use_relay_subdomain).
@@ -229,6 +227,16 @@ mailbox_keys = Table(
     Column("created_time", BigInteger, nullable=False),
     Column("expires_time", BigInteger, nullable=True),
     Column("failed_time", BigInteger, nullable=True),
+)
+
+# How many addresses each user has, kept by triggers on addresses (migration 0011), as
+# counts in a few slots per user whose sum is the total (store/address_counts.py).
+address_counts = Table(
+    "address_counts",
+    metadata,
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("slot", Integer, primary_key=True, autoincrement=False),
+    Column("n", BigInteger, nullable=False),
 )
 
 # Signed-in dashboard sessions; only the SHA-256 of the cookie's token is stored.
