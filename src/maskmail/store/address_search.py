@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.records import RelayAddress
-from maskmail.store.address_counts import total_of
+from maskmail.store import address_counts
 from maskmail.store.addresses import ADDRESS_COLUMNS, record
 from maskmail.store.tables import addresses
 
@@ -34,11 +34,11 @@ async def search_addresses(
             | func.lower(addresses.c.description).like(pattern, escape="\\")
         )
     if text:
-        counting = select(func.count()).select_from(addresses).where(*where)
+        matching = select(func.count()).select_from(addresses).where(*where)
+        count = int(await conn.scalar(matching) or 0)
     else:
         # Kept by triggers: no walk over the owner's index entries.
-        counting = select(total_of(user_id))
-    count = int(await conn.scalar(counting) or 0)
+        count = await address_counts.total(conn, user_id)
     if offset >= count:
         return count, []
     rows = await conn.execute(

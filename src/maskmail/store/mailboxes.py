@@ -245,8 +245,9 @@ async def lock_for_bounce(
 ) -> BounceState | None:
     """The mailbox of the address's owner, locked; None when it is gone.
 
-    The owner hears of a pause at their default mailbox, unless that is the bouncing one:
-    then at their oldest other verified mailbox that is not paused, if any."""
+    The owner hears of a pause at their default mailbox, unless that is the bouncing one
+    or paused itself: then at their oldest other verified mailbox that is not paused, if
+    any."""
     owner = select(addresses.c.user_id).where(addresses.c.id == address_id).scalar_subquery()
     row = (
         await conn.execute(
