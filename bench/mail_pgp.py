@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import gnupg
+import pysequoia
 from sqlalchemy import delete, false, insert, literal, select
 
 from bench.lab import Database
@@ -29,14 +29,10 @@ from maskmail.store.tables import mailbox_keys, mailboxes
 VARIANTS = ("no key", "PGP")
 
 
-def make_key(home: str) -> str:
-    """A fresh Curve25519 key (gpg's default kind), armored."""
-    gpg = gnupg.GPG(gnupghome=home)
-    params = gpg.gen_key_input(
-        key_type="EDDSA", key_curve="ed25519", subkey_type="ECDH", subkey_curve="cv25519",
-        name_email="bench@example.org", no_protection=True,
-    )  # fmt: skip
-    return str(gpg.export_keys(str(gpg.gen_key(params).fingerprint)))
+def make_key() -> str:
+    """A fresh Ed25519 key with a Cv25519 encryption subkey (gpg's default kind), armored."""
+    profile = pysequoia.Profile.RFC4880  # version 4, as nearly every key in use
+    return str(pysequoia.Tsk.generate("bench@example.org", profile=profile).extract_certificate())
 
 
 async def _set_keys(url: str, armored: str | None) -> None:
@@ -68,8 +64,8 @@ def main(argv: list[str]) -> None:
     p.set_defaults(mail_messages=500)
     args = p.parse_args(argv)
     results: dict[Key, list[MailFigures]] = {}
-    with tempfile.TemporaryDirectory() as work, tempfile.TemporaryDirectory() as home:
-        armored = make_key(home)
+    armored = make_key()
+    with tempfile.TemporaryDirectory() as work:
         for backend in args.backends.split(","):
             plan = plan_from(args, [backend], Path(work))
             databases: list[Database] = []
