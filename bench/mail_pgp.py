@@ -5,7 +5,8 @@ key, against the same server and messages without keys.
 
 One maskmail server and sink per backend (``bench.mail``); rounds alternate without keys,
 with keys (the keys are added and removed between rounds, in the database the running
-server reads). Prints a markdown table of medians; docs/benchmarks.md ("PGP") has one.
+server reads). Prints a markdown table of medians and the ratio, the median of each
+round's own; docs/benchmarks.md ("PGP") keeps them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sqlalchemy import delete, false, insert, literal, select
 
 from bench.lab import Database
 from bench.mail import Key, MailFigures, Sink, measure, running_maskmail
-from bench.mail_report import add_arguments, plan_from, table
+from bench.mail_report import add_arguments, plan_from, round_ratio, table
 from maskmail.openpgp import check_key
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.tables import mailbox_keys, mailboxes
@@ -85,6 +86,10 @@ def main(argv: list[str]) -> None:
     print(f"\n{plan.messages} messages of {plan.size} bytes per round, {plan.reps} rounds")
     # The "x Postfix" column stays empty: no Postfix in this run.
     print("\n".join(table(results)))
+    print("\n| backend | PGP / no key, msg/s (median of per-round ratios) |\n|---|---:|")
+    for backend in args.backends.split(","):
+        ratio = round_ratio(results[backend, "PGP"], results[backend, "no key"])
+        print(f"| {backend} | {ratio:.2f} |" if ratio is not None else f"| {backend} | - |")
 
 
 if __name__ == "__main__":
