@@ -67,10 +67,6 @@ def _make(gpg: gnupg.GPG, uid: str, algo: str, usage: str, *extra: str, until: s
 def keys() -> Keys:
     home = Path(tempfile.mkdtemp(prefix="maskmail-test-gpg-"))
     atexit.register(shutil.rmtree, home, True)
-    # gpg starts an agent for the secret keys it makes; it goes with the tests.
-    atexit.register(
-        subprocess.run, ["gpgconf", "--homedir", str(home), "--kill", "all"], check=False
-    )
     gpg = gnupg.GPG(gnupghome=str(home))
     good = _make(gpg, "Owner <owner@example.com>", "future-default", "default")
     rsa = _make(gpg, "Rsa <rsa@example.com>", "rsa3072", "sign,cert")
@@ -103,6 +99,15 @@ def keys() -> Keys:
         subkey_expired=str(gpg.export_keys(stale)),
         secret=str(gpg.export_keys(good, secret=True, passphrase="")),
     )
+
+
+def stop_agent() -> None:
+    """gpg started an agent for the secret keys it made (and decrypts with): stop it, if
+    keys were made. Called at the end of the session (tests/conftest.py), in each xdist
+    worker, which exits without running atexit."""
+    if keys.cache_info().currsize:
+        home = keys().gpg.gnupghome
+        subprocess.run(["gpgconf", "--homedir", home, "--kill", "all"], check=False)
 
 
 @contextmanager
