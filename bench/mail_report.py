@@ -45,7 +45,7 @@ def postfix_version() -> str:
     return f"Postfix {done.stdout.strip() or 'unknown'}"
 
 
-def _ratio(mine: list[MailFigures], theirs: list[MailFigures]) -> float | None:
+def round_ratio(mine: list[MailFigures], theirs: list[MailFigures]) -> float | None:
     """The median of per-round ratios: each round's pair saw the same machine state."""
     pairs = [a.rate / b.rate for a, b in zip(mine, theirs, strict=False) if b.rate > 0]
     return median(pairs) if pairs else None
@@ -58,7 +58,11 @@ def table(results: dict[Key, list[MailFigures]]) -> list[str]:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (backend, system), figs in results.items():
-        ratio = _ratio(figs, results.get((backend, "postfix"), [])) if system != "postfix" else None
+        ratio = (
+            round_ratio(figs, results.get((backend, "postfix"), []))
+            if system != "postfix"
+            else None
+        )
 
         def mid(attr: str, figs: list[MailFigures] = figs) -> float:
             return median(float(getattr(f, attr)) for f in figs)
@@ -77,7 +81,7 @@ def targets(results: dict[Key, list[MailFigures]]) -> list[str]:
     for (backend, system), figs in results.items():
         if system == "postfix":
             continue
-        ratio = _ratio(figs, results.get((backend, "postfix"), []))
+        ratio = round_ratio(figs, results.get((backend, "postfix"), []))
         rss = max(f.rss_mb for f in figs)
         shown = "-" if ratio is None else f"{ratio:.2f}"
         met = ratio is not None and ratio >= 0.5 and rss < RSS_TARGET_MB

@@ -5,8 +5,8 @@ packages=()
 # command:package pairs; extend as tests start real servers.
 # nginx, openssl and systemd-analyze check the deployment files in deploy/; PgBouncer
 # sits between maskmail and PostgreSQL in the scale-out test; chromium: the dashboard's
-# browser tests (tests/browser) drive it through Playwright; gpg encrypts forwards to
-# mailboxes with an OpenPGP key (src/maskmail/openpgp.py), in production too.
+# browser tests (tests/browser) drive it through Playwright; gpg makes the tests' OpenPGP
+# keys and decrypts forwards as mail clients do (maskmail itself does OpenPGP in process).
 for pair in rspamd:rspamd postfix:postfix wrk:wrk nginx:nginx openssl:openssl systemd-analyze:systemd \
   pgbouncer:pgbouncer chromium:chromium gpg:gpg; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || packages+=("${pair##*:}")

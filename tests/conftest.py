@@ -10,8 +10,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import upgrade
 from tests import profiles  # noqa: F401  (registers the check profile before it is loaded)
+from tests.pgp_keys import stop_agent
 from tests.sink import Sink
 from tests.support import BACKENDS, free_port, fresh_database
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """No gpg-agent of the tests' outlives them."""
+    stop_agent()
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
-"""OpenPGP keys made for the tests with gpg (nothing private is shipped): one that can
-encrypt, one that only signs, one expired and one revoked; and decrypting with them."""
+"""OpenPGP keys made for the tests with gpg (nothing private is shipped): ones that can
+encrypt (Curve25519 and RSA-3072), one that only signs, one expired, one revoked, one
+whose only encryption subkey has expired, and a secret key; decrypting with them, by gpg
+and in process."""
 
 from __future__ import annotations
 
@@ -7,11 +9,18 @@ import atexit
 import shutil
 import subprocess
 import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import gnupg
+import pysequoia
+
+FIVE_YEARS_AGO = "20200101T000000"
 
 
 @dataclass(frozen=True)
@@ -19,22 +28,37 @@ class Keys:
     gpg: gnupg.GPG
     good: str
     good_fingerprint: str
+    rsa: str
     sign_only: str
     expired: str
     revoked: str
+    subkey_expired: str
+    secret: str
 
     def decrypt(self, armored: bytes) -> bytes:
+        """By gpg, as most mail clients do."""
         result = self.gpg.decrypt(armored, always_trust=True)
         assert result.ok, result.status
         return bytes(result.data)
 
+    def decrypt_in_process(self, armored: bytes) -> bytes:
+        """By Sequoia, with the good key's secret half."""
+        decryptor = pysequoia.Tsk.from_bytes(self.secret.encode()).decryptor()
+        data = pysequoia.decrypt(armored, decryptor).bytes
+        assert data is not None
+        return data
 
-def _make(gpg: gnupg.GPG, uid: str, algo: str, usage: str, *extra: str) -> str:
+
+def _gpg(gpg: gnupg.GPG, *args: str) -> None:
     subprocess.run(
-        [gpg.gpgbinary, "--homedir", gpg.gnupghome, "--batch", "--quiet", *extra,
-         "--passphrase", "", "--quick-gen-key", uid, algo, usage, "1y"],
+        [gpg.gpgbinary, "--homedir", gpg.gnupghome, "--batch", "--quiet", "--passphrase", "",
+         *args],
         check=True, capture_output=True,
     )  # fmt: skip
+
+
+def _make(gpg: gnupg.GPG, uid: str, algo: str, usage: str, *extra: str, until: str = "1y") -> str:
+    _gpg(gpg, *extra, "--quick-gen-key", uid, algo, usage, until)
     [found] = [k for k in gpg.list_keys() if uid in k["uids"]]
     return str(found["fingerprint"])
 
@@ -45,12 +69,21 @@ def keys() -> Keys:
     atexit.register(shutil.rmtree, home, True)
     gpg = gnupg.GPG(gnupghome=str(home))
     good = _make(gpg, "Owner <owner@example.com>", "future-default", "default")
+    rsa = _make(gpg, "Rsa <rsa@example.com>", "rsa3072", "sign,cert")
+    _gpg(gpg, "--quick-add-key", rsa, "rsa3072", "encr", "1y")
     sign = _make(gpg, "Signer <signer@example.com>", "ed25519", "sign")
     # Made with a clock five years back, for one year: expired now.
     old = _make(
         gpg, "Old <old@example.com>", "future-default", "default",
-        "--faked-system-time", "20200101T000000",
+        "--faked-system-time", FIVE_YEARS_AGO,
     )  # fmt: skip
+    # A primary key that never expires, whose one encryption subkey has.
+    stale = _make(
+        gpg, "Stale <stale@example.com>", "ed25519", "sign,cert",
+        "--faked-system-time", FIVE_YEARS_AGO, until="never",
+    )  # fmt: skip
+    _gpg(gpg, "--faked-system-time", FIVE_YEARS_AGO, "--quick-add-key", stale, "cv25519",
+         "encr", "1y")  # fmt: skip
     gone = _make(gpg, "Gone <gone@example.com>", "future-default", "default")
     certificate = (home / "openpgp-revocs.d" / f"{gone}.rev").read_text()
     # gpg writes the certificate with a colon before its armor, against a mistaken import.
@@ -59,7 +92,36 @@ def keys() -> Keys:
         gpg=gpg,
         good=str(gpg.export_keys(good)),
         good_fingerprint=good,
+        rsa=str(gpg.export_keys(rsa)),
         sign_only=str(gpg.export_keys(sign)),
         expired=str(gpg.export_keys(old)),
         revoked=str(gpg.export_keys(gone)),
+        subkey_expired=str(gpg.export_keys(stale)),
+        secret=str(gpg.export_keys(good, secret=True, passphrase="")),
     )
+
+
+def stop_agent() -> None:
+    """gpg started an agent for the secret keys it made (and decrypts with): stop it, if
+    keys were made. Called at the end of the session (tests/conftest.py), in each xdist
+    worker, which exits without running atexit."""
+    if keys.cache_info().currsize:
+        home = keys().gpg.gnupghome
+        subprocess.run(["gpgconf", "--homedir", home, "--kill", "all"], check=False)
+
+
+@contextmanager
+def hung() -> Iterator[tuple[Callable[..., Any], threading.Event]]:
+    """A stand-in for checking or encrypting that does not finish by itself: it waits for
+    the block to end (its thread ends then too). The event says it was called."""
+    entered, release = threading.Event(), threading.Event()
+
+    def work(*args: object, **kwargs: object) -> Any:
+        entered.set()
+        release.wait(60)
+        raise AssertionError("given up on long before")
+
+    try:
+        yield work, entered
+    finally:
+        release.set()

@@ -33,7 +33,7 @@ def refused_by_rules_the_schema_cannot_state(path: str) -> bool:
     relay's own (contacts); a subdomain name that is taken, used before or blocklisted,
     or use_subdomain on without one; a mailbox the user has, the limit, a wrong code,
     an unverified id, or the default switched off without another (mailboxes); a
-    public key gpg refuses (mailboxes/{id}/pgp); a domain that is the relay's or taken
+    public key that is refused (mailboxes/{id}/pgp); a domain that is the relay's or taken
     (domains), a suffix not the caller's (SimpleLogin's custom alias)."""
     return (
         path.endswith("/contacts")

@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     smtp_timeout: float = Field(default=300, gt=0)
     # Seconds to wait on the smarthost (connect and each command) before answering 451.
     outbound_timeout: float = Field(default=60, gt=0)
+    # Seconds checking an OpenPGP key or encrypting a forward may take before the API
+    # answers 503 and the mail plane 451 (both take milliseconds).
+    pgp_timeout: float = Field(default=30, gt=0)
     # The name in the banner, the Received header and EHLO; defaults to the relay domain.
     smtp_hostname: str = ""
     # HMAC key for bounce addresses; unset: generated once and kept in the data dir.

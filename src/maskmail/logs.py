@@ -28,9 +28,6 @@ QUIET_LIBRARIES = {
     # Every step of every start's migration check; a failed migration raises all the same,
     # and a start-up failure stays the one line on stderr.
     "alembic": logging.WARNING,
-    # python-gnupg: gpg's output, keys' user ids (real addresses) included, at DEBUG, and
-    # gpg's status lines it does not know at WARNING.
-    "gnupg": logging.ERROR,
 }
 
 # Which request (API) or message (SMTP) the current task works for: ("request_id", n).

@@ -1,15 +1,16 @@
-"""/v3/relay/mailboxes/{id}/pgp: a mailbox's OpenPGP key, checked by gpg, on both backends."""
+"""/v3/relay/mailboxes/{id}/pgp: a mailbox's OpenPGP key, checked in process, on both
+backends."""
 
 from __future__ import annotations
 
-import shutil
+import time
 
 import httpx
 import pytest
 
-from maskmail import openpgp
-from tests.api.conftest import Caller, UserFactory
-from tests.pgp_keys import keys
+from maskmail.api.routes import mailboxes
+from tests.api.conftest import Caller, ClientFactory, UserFactory
+from tests.pgp_keys import hung, keys
 
 pytestmark = pytest.mark.anyio
 
@@ -61,6 +62,9 @@ async def test_a_key_is_set_shown_changed_and_removed(
         ("sign_only", "cannot_encrypt"),
         ("expired", "expired"),
         ("revoked", "revoked"),
+        ("subkey_expired", "cannot_encrypt"),
+        ("secret", "unparseable"),
+        ("secret_as_public", "unparseable"),
         ("garbage", "unparseable"),
         ("truncated", "unparseable"),
         ("two", "several_keys"),
@@ -76,6 +80,7 @@ async def test_unusable_keys_are_422_with_the_reason_and_change_nothing(
         "garbage": "not a key",
         "truncated": keys().good[:300] + "\n-----END PGP PUBLIC KEY BLOCK-----\n",
         "two": keys().good + keys().sign_only,
+        "secret_as_public": keys().secret.replace("PRIVATE KEY", "PUBLIC KEY"),
     }.get(which) or getattr(keys(), which)
     answer = await client.put(url, json={"public_key": text}, headers=carol.headers)
     assert answer.status_code == 422, answer.text
@@ -110,16 +115,20 @@ async def test_bad_bodies_are_422(client: httpx.AsyncClient, carol: Caller) -> N
     assert (await client.get(url, headers=carol.headers)).status_code == 404
 
 
-async def test_without_gpg_a_key_is_503_and_changes_nothing(
-    client: httpx.AsyncClient, carol: Caller, monkeypatch: pytest.MonkeyPatch
+async def test_a_check_that_hangs_is_503_within_the_timeout_and_changes_nothing(
+    reconfigured: ClientFactory, carol: Caller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
-    # gpg is looked for on first use: make each use a first one, on a server without it.
-    monkeypatch.setattr(openpgp, "gpg", openpgp.Gpg)
-    monkeypatch.setattr(shutil, "which", lambda name: None)
-    answer = await client.put(url, json={"public_key": keys().good}, headers=carol.headers)
-    assert answer.status_code == 503, answer.text
-    assert answer.json()["code"] == "unavailable"
-    assert "gpg is not installed" in answer.json()["message"]
-    assert answer.headers["Retry-After"] == "60"
-    assert (await client.get(url, headers=carol.headers)).status_code == 404
+    with hung() as (work, entered):
+        monkeypatch.setattr(mailboxes, "check_key", work)
+        async with reconfigured(pgp_timeout=0.5) as client:
+            url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
+            started = time.monotonic()
+            answer = await client.put(url, json={"public_key": keys().good}, headers=carol.headers)
+            waited = time.monotonic() - started
+            assert entered.is_set()
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["code"] == "unavailable"
+            assert answer.json()["message"] == "the key could not be checked in time; try again"
+            assert answer.headers["Retry-After"] == "60"
+            assert 0.5 <= waited < 30
+            assert (await client.get(url, headers=carol.headers)).status_code == 404

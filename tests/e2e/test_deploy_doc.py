@@ -22,7 +22,7 @@ DOC = ROOT / "docs" / "deploy.md"
 # each with what runs here instead. A command added to the doc that is not here is run.
 ELSEWHERE = {
     "apt-get update": "the network; the package names are checked with apt-cache",
-    "apt-get install -y postfix nginx certbot python3-venv sqlite3 gpg": "as above",
+    "apt-get install -y postfix nginx certbot python3-venv sqlite3": "as above",
     "/opt/maskmail/bin/pip install /path/to/maskmail": "the network; the venv is made here",
     "/opt/maskmail/bin/pip install --upgrade /path/to/maskmail": "as above",
     "certbot certonly --webroot -w /var/www/html -d relay.example.com -d mail.example.com": (

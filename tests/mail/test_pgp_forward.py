@@ -1,13 +1,16 @@
 """Forwards to a mailbox with an OpenPGP key, over real SMTP: PGP/MIME (RFC 3156) whose
 decrypted inner entity is the original's MIME entity byte for byte; the subject hidden
 on request; encrypted mail passed on as it is; a key that fails defers, never leaks, and
-tells the owner once."""
+tells the owner once; an encryption that hangs defers, and the session goes on."""
 
 from __future__ import annotations
 
+import asyncio
 import smtplib
+import time
 from email import message_from_bytes, policy
 from email.message import EmailMessage
+from pathlib import Path
 
 import dkim
 import pytest
@@ -15,14 +18,17 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.core.mailboxes import new_proof
+from maskmail.mail import encryption
 from maskmail.mail.dkim import txt_value
+from maskmail.mail.plane import mail_plane
 from maskmail.mail.rewrite import split_message
 from maskmail.openpgp import check_key
 from maskmail.store import mailbox_keys, mailboxes
 from maskmail.store.engine import transaction
 from maskmail.store.tables import mailbox_keys as keys_table
-from tests.mail.conftest import DOMAIN, Mask, Masks, Sink, message, send_async
-from tests.pgp_keys import keys
+from tests.mail.conftest import DOMAIN, HOST, Mask, Masks, Sink, mail_settings, message, send_async
+from tests.pgp_keys import hung, keys
+from tests.support import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -69,8 +75,8 @@ async def _key(
     return mailbox
 
 
-def _parts(data: bytes) -> tuple[EmailMessage, bytes]:
-    """The forward as parsed, and the decrypted inner entity."""
+def _parts(data: bytes, *, in_process: bool = False) -> tuple[EmailMessage, bytes]:
+    """The forward as parsed, and the inner entity, decrypted by gpg (or Sequoia)."""
     outer = message_from_bytes(data, policy=policy.default)
     assert isinstance(outer, EmailMessage)
     assert outer.get_content_type() == "multipart/encrypted"
@@ -81,7 +87,7 @@ def _parts(data: bytes) -> tuple[EmailMessage, bytes]:
     assert payload.get_content_type() == "application/octet-stream"
     armored = payload.get_payload(decode=True)
     assert isinstance(armored, bytes) and armored.startswith(b"-----BEGIN PGP MESSAGE-----")
-    return outer, keys().decrypt(armored)
+    return outer, (keys().decrypt_in_process if in_process else keys().decrypt)(armored)
 
 
 async def test_the_forward_is_pgp_mime_and_decrypts_to_the_original_entity(
@@ -95,6 +101,7 @@ async def test_the_forward_is_pgp_mime_and_decrypts_to_the_original_entity(
     assert got.rcpt_tos == [mask.owner]
     outer, inner = _parts(got.data)
     assert inner == mime_entity(sent)
+    assert _parts(got.data, in_process=True)[1] == inner
     assert b"plans.pdf" in inner and b"plans.pdf" not in got.data
     # The outer fields are the forward's, rewritten as ever.
     assert outer["Subject"] == "the plans"
@@ -215,3 +222,54 @@ async def test_the_dkim_signature_covers_the_encrypted_forward(
     assert got.data.startswith(b"DKIM-Signature:")
     assert dkim.verify(got.data, dnsfunc=dns)
     _parts(got.data)
+
+
+async def test_an_rsa_key_works_as_well(
+    relay: int, sink: Sink, masks: Masks, relay_engine: AsyncEngine
+) -> None:
+    mask = await masks.make()
+    await _key(relay_engine, mask, keys().rsa)
+    sent = original(mask.address)
+    await send_async(relay, SENDER, [mask.address], sent)
+    [got] = sink.messages
+    assert _parts(got.data)[1] == mime_entity(sent)
+
+
+def _send_then_noop(port: int, to: str, data: bytes) -> tuple[int, float, int]:
+    """The DATA reply's code and how long it took, then NOOP's code on the same session."""
+    with smtplib.SMTP(HOST, port, timeout=60) as client:
+        started = time.monotonic()
+        try:
+            client.sendmail(SENDER, [to], data)
+            code = 250
+        except smtplib.SMTPDataError as exc:
+            code = exc.smtp_code
+        waited = time.monotonic() - started
+        return code, waited, client.noop()[0]
+
+
+async def test_an_encryption_that_hangs_defers_within_the_timeout(
+    database_url: str,
+    tmp_path: Path,
+    sink: Sink,
+    masks: Masks,
+    relay_engine: AsyncEngine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = mail_settings(
+        database_url, tmp_path, smarthost=f"{HOST}:{sink.port}", pgp_timeout=0.5
+    )
+    mask = await masks.make()
+    await _key(relay_engine, mask, keys().good)
+    port = free_port()
+    with hung() as (work, entered):
+        monkeypatch.setattr(encryption, "encrypt", work)
+        async with mail_plane(settings, relay_engine, host=HOST, port=port):
+            code, waited, noop = await asyncio.to_thread(
+                _send_then_noop, port, mask.address, original(mask.address)
+            )
+    assert entered.is_set()
+    assert (code, noop) == (451, 250)
+    assert 0.5 <= waited < 30
+    # Nothing went out, and the owner is not told: the key is not at fault.
+    assert sink.messages == []

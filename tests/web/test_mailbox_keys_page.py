@@ -1,16 +1,17 @@
 """A mailbox's OpenPGP key on the mailboxes page (issue 16 item 8): set, refuse with
-gpg's reason, encrypt the subject, remove; each effect read back through the API."""
+the reason, encrypt the subject, remove; each effect read back through the API."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from maskmail import openpgp
+from maskmail.api.routes import mailboxes as mailbox_routes
 from maskmail.core import keys as api_keys
-from maskmail.openpgp import EncryptionFailed, Gpg
 from maskmail.store import accounts, mailboxes
-from tests.pgp_keys import keys
+from tests.pgp_keys import hung, keys
 from tests.web.conftest import Db, Person, SignIn
 
 pytestmark = pytest.mark.anyio
@@ -59,6 +60,8 @@ async def test_set_subject_and_remove(sign_in: SignIn, db: Db) -> None:
         ("not a key", "The key must be one ASCII-armored OpenPGP public key block."),
         ("sign_only", "The key has no usable encryption (sub)key."),
         ("expired", "The key has expired."),
+        ("subkey_expired", "The key has no usable encryption (sub)key."),
+        ("secret", "The key must be one ASCII-armored OpenPGP public key block."),
         ("two", "Give one key, not several."),
         ("a\x00b", "The key may not contain the NUL character."),
     ],
@@ -87,17 +90,18 @@ async def test_a_body_past_the_limit_is_refused_as_by_the_api(sign_in: SignIn, d
     assert (await _api_key(ann, mailbox_id, auth)).status_code == 404
 
 
-async def test_without_gpg_the_api_message_shows(
-    sign_in: SignIn, db: Db, monkeypatch: pytest.MonkeyPatch
+async def test_a_check_that_hangs_shows_the_api_message(
+    sign_in: SignIn, db: Db, app: FastAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def missing() -> Gpg:
-        raise EncryptionFailed("gpg is not installed (scripts/system-deps.sh)")
-
-    monkeypatch.setattr(openpgp, "gpg", missing)
+    settings = app.state.settings
+    monkeypatch.setattr(app.state, "settings", settings.model_copy(update={"pgp_timeout": 0.5}))
     ann = await sign_in("ann@example.com")
     mailbox_id, auth = await _setup(db, ann)
-    refused = await ann.post(f"/mailboxes/{mailbox_id}/pgp", {"public_key": keys().good})
-    assert refused.status_code == 503 and "is not installed" in refused.text
+    with hung() as (work, entered):
+        monkeypatch.setattr(mailbox_routes, "check_key", work)
+        refused = await ann.post(f"/mailboxes/{mailbox_id}/pgp", {"public_key": keys().good})
+    assert entered.is_set()
+    assert refused.status_code == 503 and "could not be checked in time" in refused.text
     assert (await _api_key(ann, mailbox_id, auth)).status_code == 404
 
 

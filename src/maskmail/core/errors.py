@@ -87,8 +87,8 @@ class StoreUnavailable(MaskmailError):
 
 
 class ToolUnavailable(MaskmailError):
-    """A program the server needs (gpg) is missing or failing: the operator's to fix, not
-    the caller's, so a 503 rather than a 422."""
+    """Work the server does for the caller (checking an OpenPGP key) did not finish in
+    time: not the caller's fault, so a 503 rather than a 422."""
 
 
 class RateLimited(MaskmailError):

@@ -27,6 +27,8 @@ class MailContext:
     bounce_secret: bytes
     signer: Signer | None = None
     bounce_pause_threshold: int = 5
+    # MASKMAIL_PGP_TIMEOUT: an encryption that takes longer defers the message (451).
+    pgp_timeout: float = 30
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     # Hosts whose Authentication-Results count; empty: the newest header only.
     authserv_ids: tuple[str, ...] = ()

@@ -3,6 +3,8 @@
 Every copy is made before any is sent: when one cannot be encrypted the whole message
 is deferred (451) and nothing goes out in plain text; the owner hears of it once, at
 their default mailbox (``store.mailbox_keys.claim_failure_notice`` keeps retries quiet).
+An encryption that outlasts ``MASKMAIL_PGP_TIMEOUT`` defers the message too, without a
+notice (the key is not at fault), and the session goes on.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from maskmail.core.pgp import DeliveryKey
 from maskmail.mail.context import MailContext
 from maskmail.mail.pgp_mime import already_encrypted, encrypt_forward
 from maskmail.mail.rewrite import Fields
-from maskmail.openpgp import EncryptionFailed, gpg
+from maskmail.openpgp import EncryptionFailed, encrypt
 from maskmail.store import mailbox_keys
 from maskmail.store.engine import transaction
 
@@ -26,9 +28,9 @@ log = logging.getLogger(__name__)
 
 
 def _encrypt(message: bytes, key: DeliveryKey) -> bytes:
-    """In a thread: gpg is a child process, and a large message takes a while."""
-    encrypt = partial(gpg().encrypt, armored=key.armored, fingerprint=key.fingerprint)
-    return encrypt_forward(message, encrypt, protect_subject=key.encrypt_subject)
+    """In a thread, so that the timeout can give up on it."""
+    to_key = partial(encrypt, armored=key.armored, fingerprint=key.fingerprint)
+    return encrypt_forward(message, to_key, protect_subject=key.encrypt_subject)
 
 
 async def copies(
@@ -68,7 +70,12 @@ async def _encrypted(
     boxes: Sequence[Destination],
 ) -> bytes:
     try:
-        encrypted = await asyncio.to_thread(_encrypt, message, key)
+        work = asyncio.to_thread(_encrypt, message, key)
+        encrypted = await asyncio.wait_for(work, ctx.pgp_timeout)
+    except TimeoutError:
+        log.warning("encrypting to the key of mailbox %d timed out", box.id)
+        # Not chained: a TimeoutError behind an error reads as a database outage.
+        raise DeliveryDeferred("the forward could not be encrypted in time; try again") from None
     except EncryptionFailed as exc:
         log.warning("cannot encrypt to the key of mailbox %d: %s", box.id, exc.reason)
         if not key.failed:

@@ -108,6 +108,7 @@ async def mail_plane(
                 judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),
                 bounce_secret=load_bounce_secret(settings),
                 bounce_pause_threshold=settings.bounce_pause_threshold,
+                pgp_timeout=settings.pgp_timeout,
                 signer=signer_for(settings),
                 authserv_ids=settings.authserv_id_list,
                 rewriters=rewriters,

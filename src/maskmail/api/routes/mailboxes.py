@@ -21,7 +21,7 @@ from maskmail.api.schemas import StorableStr
 from maskmail.api.urls import public_url
 from maskmail.config import Settings
 from maskmail.core import mailboxes as rules
-from maskmail.core.errors import DeliveryDeferred, InvalidAddress
+from maskmail.core.errors import DeliveryDeferred, InvalidAddress, ToolUnavailable
 from maskmail.openpgp import MAX_KEY_CHARS, check_key
 from maskmail.store import addresses, bounces, domains, mailbox_keys
 from maskmail.store import mailboxes as store
@@ -284,9 +284,12 @@ async def read_mailbox_key(mailbox_id: MailboxId, owner: CurrentOwner, conn: Con
     "otherwise 422, with the reason in `details.reason`.",
 )
 async def set_mailbox_key(
-    mailbox_id: MailboxId, body: KeyRequest, owner: CurrentOwner, conn: Conn
+    mailbox_id: MailboxId, body: KeyRequest, owner: CurrentOwner, conn: Conn, request: Request
 ) -> Response:
-    key = await put_key(conn, owner.user_id, mailbox_id, body.public_key, body.encrypt_subject)
+    settings: Settings = request.app.state.settings
+    key = await put_key(
+        conn, owner.user_id, mailbox_id, body.public_key, body.encrypt_subject, settings
+    )
     return json(key.json())
 
 
@@ -296,11 +299,16 @@ async def put_key(
     mailbox_id: int,
     armored: str,
     encrypt_subject: bool | None,
+    settings: Settings,
 ) -> MailboxKey:
-    """Check the key as gpg reads it and keep it (the API's and the dashboard's way)."""
+    """Check the key and keep it (the API's and the dashboard's way)."""
     await store.get_mailbox(conn, user_id, mailbox_id)
-    # gpg runs as a child process: off the event loop.
-    facts = await asyncio.to_thread(check_key, armored)
+    # In a thread, so that MASKMAIL_PGP_TIMEOUT can give up on it.
+    try:
+        facts = await asyncio.wait_for(asyncio.to_thread(check_key, armored), settings.pgp_timeout)
+    except TimeoutError:
+        # Not chained: a TimeoutError behind an error reads as a database outage.
+        raise ToolUnavailable("the key could not be checked in time; try again") from None
     return await mailbox_keys.set_key(
         conn, user_id, mailbox_id, armored.strip(), facts, encrypt_subject
     )

@@ -1,5 +1,5 @@
-"""A verified mailbox's OpenPGP key on the mailboxes page: set or replace it (checked by
-gpg as PUT /v3/relay/mailboxes/{id}/pgp checks it), remove it, encrypt the subject."""
+"""A verified mailbox's OpenPGP key on the mailboxes page: set or replace it (checked as
+PUT /v3/relay/mailboxes/{id}/pgp checks it), remove it, encrypt the subject."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from starlette.responses import Response
 
 from maskmail.api.deps import Conn
 from maskmail.api.routes.mailboxes import put_key
+from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.text import unstorable
 from maskmail.openpgp import MAX_KEY_CHARS
@@ -37,7 +38,7 @@ def _armored(form: FormData) -> str:
 
 async def _then_list(request: Request, conn: Conn, mailbox: str, work: Work) -> Response:
     """Run ``work(user_id, mailbox_id, form)``, then show the mailboxes, with the
-    refusal (gpg's reason for a key) if any."""
+    refusal (the reason a key is refused) if any."""
     viewer, form = await change(request, conn)
     wanted = path_id(mailbox, viewer)
     done = await attempt(conn, viewer, lambda: work(viewer.user_id, wanted, form))
@@ -48,8 +49,10 @@ async def _then_list(request: Request, conn: Conn, mailbox: str, work: Work) -> 
 
 @router.post("/mailboxes/{mailbox}/pgp")
 async def set_key(mailbox: str, request: Request, conn: Conn) -> Response:
+    settings: Settings = request.app.state.settings
+
     async def work(user_id: int, mailbox_id: int, form: FormData) -> MailboxKey:
-        return await put_key(conn, user_id, mailbox_id, _armored(form), None)
+        return await put_key(conn, user_id, mailbox_id, _armored(form), None, settings)
 
     return await _then_list(request, conn, mailbox, work)
 
