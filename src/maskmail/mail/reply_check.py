@@ -25,8 +25,9 @@ from email.parser import BytesParser
 from urllib.parse import unquote
 
 from maskmail.core.errors import Unrewritable
+from maskmail.mail import content_lines, pgp_packets
 from maskmail.mail.reply_headers import ID_HEADERS, PARAM_HEADERS, may_hold_address
-from maskmail.mail.scrub import Scrubber
+from maskmail.mail.scrub import FOLD, Scrubber
 
 _MARKUP = re.compile(r"<!--.*?(?:-->|$)|<[^<>]*>", re.DOTALL)
 # Unicode's default-ignorable code points: a reader's screen shows nothing for them.
@@ -69,6 +70,8 @@ def _unfolded(text: str) -> str:
 
 def _readings(text: str) -> set[str]:
     """``text`` as a reader could see it; each distinct form once, as messages are big."""
+    # Folds joined first: a calendar's, a card's or a header's reader does so.
+    text = FOLD.sub("", text) if "\n" in text else text
     shown = {text, _MARKUP.sub("", text)} if "<" in text else {text}
     found = set(shown)
     for one in shown:
@@ -168,7 +171,28 @@ def _body_texts(part: Message) -> set[str]:
         texts.add(
             _joined_flowed(part, data.decode(part.get_content_charset("us-ascii"), "replace"))
         )
-    return texts
+    if (
+        part.get_content_type() in pgp_packets.OPENPGP_TYPES
+        and pgp_packets.BEGIN.encode() not in data
+    ):
+        texts |= _as_texts(pgp_packets.readable(data))
+    return texts | _beneath(texts)
+
+
+def _as_texts(blobs: list[bytes]) -> set[str]:
+    return {
+        text for blob in blobs for text in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))
+    }
+
+
+def _beneath(texts: set[str] | list[str]) -> set[str]:
+    """What the texts hold that no search of them finds: OpenPGP packets under their
+    armor, and a calendar's or card's encoded values."""
+    found: set[str] = set()
+    for text in texts:
+        found |= _as_texts(pgp_packets.armored(text))
+        found.update(content_lines.hidden(text))
+    return found
 
 
 def _visible(scrub: Scrubber, text: str, *, inside: bool) -> bool:
@@ -192,10 +216,11 @@ def _visible(scrub: Scrubber, text: str, *, inside: bool) -> bool:
 def refuse_if_visible(out: bytes, scrub: Scrubber) -> None:
     """Unrewritable when the owner's address can still be read anywhere in ``out``."""
     for part in BytesParser(policy=policy.default).parsebytes(out).walk():
+        around = [text for text in (part.preamble, part.epilogue) if text]
         texts = [
             *_header_texts(part),
             *((text, False) for text in _body_texts(part)),
-            *((text, False) for text in (part.preamble, part.epilogue) if text),
+            *((text, False) for text in (*around, *_beneath(around))),
         ]
         if any(_visible(scrub, text, inside=inside) for text, inside in texts):
             raise Unrewritable("the owner's address can still be read in the reply")
