@@ -169,6 +169,17 @@ async def _refused_with_5_6_0(relay: int, sink: Sink, mask: Mask, alias: str, da
     assert await mask.counters() == counts()
 
 
+async def _sent_without_the_owner(
+    relay: int, sink: Sink, mask: Mask, alias: str, parts: str
+) -> list[EmailMessage]:
+    """The reply sent to the outside sender without the owner's address; its text parts."""
+    assert await send_async(relay, mask.owner, [alias], _reply_with(mask.owner, alias, parts)) == {}
+    got = sink.messages[-1]
+    assert got.rcpt_tos == [OUTSIDE]
+    assert not visible(got.data, mask.owner)
+    return [p for p in _sent(sink).walk() if p.get_content_maintype() == "text"]
+
+
 @pytest.mark.parametrize("encoding", ["7bit", "base64"])
 async def test_the_owners_key_attached_is_refused(
     relay: int, sink: Sink, masks: Masks, encoding: str
@@ -201,11 +212,7 @@ async def test_folded_calendar_and_card_lines_are_rewritten(
         "--b\r\nContent-Type: text/vcard\r\n\r\n"
         f"BEGIN:VCARD\r\nFN:Owner\r\nEMAIL:{local[:3]}\r\n {local[3:]}@{domain}\r\nEND:VCARD\r\n"
     )
-    assert await send_async(relay, mask.owner, [alias], _reply_with(mask.owner, alias, parts)) == {}
-    got = sink.messages[-1]
-    assert got.rcpt_tos == [OUTSIDE]
-    assert not visible(got.data, mask.owner)
-    texts = [p for p in _sent(sink).walk() if p.get_content_maintype() == "text"]
+    texts = await _sent_without_the_owner(relay, sink, mask, alias, parts)
     calendar, card = (str(part.get_content()) for part in texts[1:])
     assert f"ORGANIZER;CN=Owner:mailto:{mask.address}\r\n" in calendar
     assert f"EMAIL:{mask.address}\r\n" in card
@@ -222,12 +229,8 @@ async def test_plus_addressed_forms_are_rewritten(relay: int, sink: Sink, masks:
         "--b\r\nContent-Type: text/plain\r\n"
         f'Content-Disposition: attachment; filename="{local}+cv@{domain}.txt"\r\n\r\nmy CV\r\n'
     )
-    assert await send_async(relay, mask.owner, [alias], _reply_with(mask.owner, alias, parts)) == {}
-    got = sink.messages[-1]
-    assert got.rcpt_tos == [OUTSIDE]
-    assert not visible(got.data, mask.owner)
-    assert local not in got.data.decode().lower()
-    texts = [part for part in _sent(sink).walk() if part.get_content_type() == "text/plain"]
+    texts = await _sent_without_the_owner(relay, sink, mask, alias, parts)
+    assert local not in sink.messages[-1].data.decode().lower()
     assert texts[1].get_content().strip() == f"write to {mask.address} or {mask.address}"
     assert texts[2].get_filename() == f"{mask.address}.txt"
     assert await mask.counters() == counts(replied=1)
