@@ -9,7 +9,9 @@ folds joined first; the mailbox counts with any sub-address tag.
 from __future__ import annotations
 
 import base64
+import binascii
 import html
+import quopri
 import re
 import unicodedata
 from email import message_from_bytes, policy
@@ -21,6 +23,24 @@ _HIDDEN = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
 _ARMOR = re.compile(r"-----BEGIN PGP ([A-Z ]+)-----(.*?)-----END PGP \1-----", re.DOTALL)
 
 
+def _card_values(text: str) -> list[str]:
+    """A calendar's or card's base64 and quoted-printable values, decoded byte by byte."""
+    found = []
+    lines = re.sub(r"\r?\n[ \t]|=\r?\n", "", text).splitlines()
+    for line in lines:
+        name, _, value = line.partition(":")
+        encoded = re.search(r"base64,(.*)", line)
+        try:
+            if encoded or re.search(r"ENCODING=(b|base64)\b", name, re.IGNORECASE):
+                data = encoded[1] if encoded else value
+                found.append(base64.b64decode(data.strip() + "==").decode("latin-1"))
+        except (binascii.Error, ValueError):
+            pass
+        if "QUOTED-PRINTABLE" in name.upper():
+            found.append(quopri.decodestring(value.encode("utf-8", "replace")).decode("latin-1"))
+    return found
+
+
 def _dearmored(text: str) -> list[str]:
     """Each armored block's data, decoded byte by byte (its headers end at a blank line)."""
     found = []
@@ -29,7 +49,10 @@ def _dearmored(text: str) -> list[str]:
         if "" in lines[1:]:
             lines = lines[lines.index("", 1) :]
         data = "".join(line for line in lines if line and not line.startswith("="))
-        found.append(base64.b64decode(data + "==").decode("latin-1"))
+        try:
+            found.append(base64.b64decode(data + "==").decode("latin-1"))
+        except (binascii.Error, ValueError):
+            continue
     return found
 
 
@@ -62,7 +85,11 @@ def _views(out: bytes) -> list[tuple[str, bool]]:
             raw_body = base64.b64decode(b"".join(body.split()[:-1]) + b"==")
             views.append((raw_body.decode("latin-1"), False))
         views += [(text, False) for text in (part.preamble, part.epilogue) if text]
-    return views + [(data, False) for text, _ in views for data in _dearmored(text)]
+    beneath = [
+        data for text, _ in views if "-----" in text or "BEGIN:V" in text.upper()
+        for data in (*_dearmored(text), *_card_values(text))
+    ]  # fmt: skip
+    return views + [(data, False) for data in beneath]
 
 
 def _disguises(text: str) -> list[str]:

@@ -178,6 +178,9 @@ def test_a_calendar_without_the_address_keeps_its_bytes() -> None:
          _CARD.format(line="EMAIL;ENCODING=QUOTED-PRINTABLE:alice=40exa=\r\nmple.com"), "7bit"),
         ("text/vcard", _CARD.format(line="NOTE;QUOTED-PRINTABLE:=41LICE+x=40EXAMPLE.COM"),
          "7bit"),
+        # A quoted local part after an escaped line break (not a quoted pair's ``\n``).
+        ("text/calendar", _INVITE.format(line='DESCRIPTION:Write to\\n"alice+x"@example.com'),
+         "7bit"),
         # A base64 value: a photo's comment, an attached file in a calendar.
         (
             "text/vcard",

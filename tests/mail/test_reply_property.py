@@ -1,6 +1,7 @@
 """The reply property over whole messages: nested parts whose header fields repeat, fold
-and split the owner's address across encoded words, and bodies that disguise it. It
-holds: the address never comes out, or the reply is refused."""
+and split the owner's address across encoded words, and bodies that disguise it (with
+any tag and case, in folded calendar and card lines, in their encoded values, in an
+OpenPGP key's user id). It holds: the address never comes out, or the reply is refused."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from maskmail.core.errors import Unrewritable
 from maskmail.mail.reply_rewrite import rewrite_reply
 from tests.mail.leaks import visible
 from tests.mail.test_reply_rewrite import OWNER, REPLY
+from tests.pgp_keys import binary_key_of, key_of
 from tests.profiles import examples
 
 # The owner's address as a client or a hand may write it.
@@ -33,6 +35,12 @@ _FORMS = [
     "alice\uff20example.com",
     "alice<!-- -->@example.com",
     "alice @ example.com",
+    # Sub-address tags, in any case and escape.
+    "alice+news@example.com",
+    "ALICE+X@Example.COM",
+    "alice&#43;x&#64;example.com",
+    "alice%2Bx%40example.com",
+    '"alice+x"@example.com',
     "someone@example.org",
 ]
 _NAMES = [
@@ -98,7 +106,7 @@ class _Part:
     fields: list[str]
     content_type: str
     encoding: str
-    body: str
+    body: str | bytes
     children: list[_Part]
 
 
@@ -110,6 +118,67 @@ _leaf = st.builds(
     body=st.lists(st.sampled_from(_FORMS) | st.text(max_size=8), max_size=4).map(" ".join),
     children=st.just([]),
 )
+
+
+def _folded(draw: st.DrawFn, line: str) -> str:
+    """``line`` folded at a drawn place (RFC 5545 3.1), with a space or a tab."""
+    cut = draw(st.integers(1, len(line) - 1))
+    return line[:cut] + "\n" + draw(st.sampled_from([" ", "\t"])) + line[cut:]
+
+
+@st.composite
+def _card_or_calendar(draw: st.DrawFn) -> _Part:
+    """A calendar or a card holding the address in a line (folded or not), in an escaped
+    text, or in a quoted-printable or base64 value; of a text type or an opaque one."""
+    form = draw(st.sampled_from(_FORMS))
+    line = draw(
+        st.sampled_from(
+            [
+                f"ORGANIZER;CN=Alice:mailto:{form}",
+                f"DESCRIPTION:Write to\\n{form}\\, thanks",
+                f"EMAIL;TYPE=work:{form}",
+                f"EMAIL;ENCODING=QUOTED-PRINTABLE:{quopri.encodestring(form.encode()).decode()}",
+                f"X-FILE;ENCODING=b:{base64.b64encode(form.encode()).decode()}",
+                f"PHOTO:data:text/plain;base64,{base64.b64encode(form.encode()).decode()}",
+            ]
+        )
+    )
+    if draw(st.booleans()):
+        line = _folded(draw, line)
+    kind = draw(st.sampled_from(["VCALENDAR", "VCARD"]))
+    return _Part(
+        fields=[],
+        content_type=draw(
+            st.sampled_from(["text/calendar", "text/vcard", "application/ics", "text/plain"])
+        ),
+        encoding=draw(st.sampled_from(["8bit", "quoted-printable", "base64"])),
+        body=f"BEGIN:{kind}\nVERSION:2.0\n{line}\nEND:{kind}\n",
+        children=[],
+    )
+
+
+# Keys whose user id holds the owner's address in a few forms, and one that does not.
+_UIDS = [f"Alice <{OWNER}>", "ALICE+PGP@EXAMPLE.COM", "Bob <bob@example.org>"]
+
+
+@st.composite
+def _key(draw: st.DrawFn) -> _Part:
+    """An OpenPGP key: armored (in its own part, a text, quoted) or binary."""
+    uid = draw(st.sampled_from(_UIDS))
+    if draw(st.booleans()):
+        return _Part([], "application/pgp-keys", "base64", binary_key_of(uid), [])
+    armored = key_of(uid)
+    if draw(st.booleans()):
+        armored = "> " + armored.replace("\n", "\n> ")
+    return _Part(
+        fields=[],
+        content_type=draw(
+            st.sampled_from(["application/pgp-keys", "text/plain", "application/octet-stream"])
+        ),
+        encoding=draw(st.sampled_from(["7bit", "quoted-printable", "base64"])),
+        body=armored,
+        children=[],
+    )
 
 
 def _multipart(children: st.SearchStrategy[list[_Part]]) -> st.SearchStrategy[_Part]:
@@ -124,7 +193,9 @@ def _multipart(children: st.SearchStrategy[list[_Part]]) -> st.SearchStrategy[_P
 
 
 _tree = st.recursive(
-    _leaf, lambda kids: _multipart(st.lists(kids, min_size=1, max_size=3)), max_leaves=8
+    _leaf | _card_or_calendar() | _key(),
+    lambda kids: _multipart(st.lists(kids, min_size=1, max_size=3)),
+    max_leaves=8,
 )
 
 
@@ -138,7 +209,8 @@ def _render(part: _Part, depth: int = 0) -> bytes:
         )
         head += f'Content-Type: {part.content_type}; boundary="{boundary}"\r\n'
         return f"{head}\r\n".encode() + inner + f"--{boundary}--\r\n".encode()
-    data = part.body.encode("utf-8", "surrogatepass")
+    body = part.body
+    data = body if isinstance(body, bytes) else body.encode("utf-8", "surrogatepass")
     if part.encoding == "base64":
         data = base64.encodebytes(data)
     elif part.encoding == "quoted-printable":

@@ -22,7 +22,8 @@ from maskmail.core.errors import Unrewritable
 from maskmail.mail import pgp_packets
 from maskmail.mail.scrub import FOLD
 
-_BEGIN = re.compile(r"^[ \t]*BEGIN:V(?:CARD|CALENDAR)\b", re.IGNORECASE | re.MULTILINE)
+# Also quoted ("> ") in a reply's text.
+_BEGIN = re.compile(r"^[ \t>]*BEGIN:V(?:CARD|CALENDAR)\b", re.IGNORECASE | re.MULTILINE)
 # name;params:value, where a quoted parameter value may hold ``:`` or ``;``.
 _LINE = re.compile(
     r'(?P<name>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)?)(?P<params>(?:;(?:[^:;"]|"[^"]*")*)*):'
@@ -58,7 +59,7 @@ def _decoded(name: str, params: str, value: str) -> Iterator[bytes]:
     if uri is not None:
         blob = _blob(uri["data"])
         upper += ";" + uri["type"].upper()
-    elif re.search(r";ENCODING=(?:B|BASE64)\b", upper):
+    elif re.search(r";(?:ENCODING=)?(?:B|BASE64)(?=[;:]|$)", upper):
         blob = _blob(value)
     else:
         return
@@ -93,7 +94,7 @@ def hidden(text: str) -> list[str]:
         return []
     found: list[str] = []
     for line in _logical_lines(text):
-        parsed = _LINE.match(line.strip())
+        parsed = _LINE.match(line.lstrip(" \t>").rstrip())
         if parsed is None:
             continue
         for data in _decoded(parsed["name"], parsed["params"], parsed["value"]):

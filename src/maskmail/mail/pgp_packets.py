@@ -20,12 +20,11 @@ from dataclasses import dataclass
 
 from maskmail.core.errors import Unrewritable
 
-# An armored block (RFC 9580 6.2), also quoted ("> ") or dash-escaped inside a
-# clear-signed text ("- "): its lines carry the prefix of its first line.
-_ARMOR = re.compile(
-    r"^(?P<prefix>(?:[ \t>]|- )*)-----BEGIN PGP (?P<kind>[A-Z0-9 ,/]{1,40})-----[ \t]*\r?$"
-    r"(?P<body>.*?)^(?P=prefix)-----END PGP (?P=kind)-----",
-    re.MULTILINE | re.DOTALL,
+# An armor line (RFC 9580 6.2), also quoted ("> ") or dash-escaped inside a
+# clear-signed text ("- "): a block's lines carry the prefix of its first line.
+_EDGE = re.compile(
+    r"^(?P<prefix>(?:[ \t>]|- )*)-----(?P<edge>BEGIN|END) PGP (?P<kind>[A-Z0-9 ,/]{1,40})-----",
+    re.MULTILINE,
 )
 BEGIN = "-----BEGIN PGP "
 _HEADER_LINE = re.compile(r"[\x21-\x39\x3b-\x7e]+: ")
@@ -176,13 +175,24 @@ def _dearmored(body: str, prefix: str) -> bytes:
         raise _bad("armor that is not base64") from exc
 
 
+def _blocks(text: str) -> Iterator[tuple[str, str]]:
+    """Each armored block's prefix and the text between its BEGIN and END lines, found in
+    one pass: a BEGIN with no END (a clear-signed text's) holds no block."""
+    open_blocks: dict[tuple[str, str], re.Match[str]] = {}
+    for edge in _EDGE.finditer(text):
+        key = (edge["prefix"], edge["kind"])
+        if edge["edge"] == "BEGIN":
+            open_blocks[key] = edge
+        elif (begin := open_blocks.pop(key, None)) is not None:
+            yield edge["prefix"], text[begin.end() : edge.start()]
+
+
 def armored(text: str) -> list[bytes]:
     """The readable packet bodies of every armored block in ``text``."""
     if BEGIN not in text:
         return []
     found: list[bytes] = []
     budget = _Budget()
-    for block in _ARMOR.finditer(text):
-        data = _dearmored(block["body"], block["prefix"])
-        found.extend(_readable(data, budget, 0))
+    for prefix, body in _blocks(text):
+        found.extend(_readable(_dearmored(body, prefix), budget, 0))
     return found

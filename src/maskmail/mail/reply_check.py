@@ -3,11 +3,13 @@
 Scrubbing rewrites the forms it knows; this check reads the finished message the ways
 a recipient's client might show it and refuses on any hit. Every header field is read,
 each occurrence, in every MIME part, raw and decoded (encoded words joined even where
-they split the address); every body decoded. Each text is then read as shown: markup
-and comments stripped, entities and URLs unescaped, flowed lines joined, compatibility
-forms folded (a full-width at sign), invisible characters (zero-width, soft hyphen)
-dropped, quotes around a local part and white space around the at sign (a fold) taken
-out. In ids, MIME parameters and ``cid:`` links the address counts inside longer tokens.
+they split the address); every body decoded, and beneath it the OpenPGP packets under
+an armor and a calendar's or card's encoded values. Each text is then read as shown:
+folds joined, markup and comments stripped, entities and URLs unescaped, flowed lines
+joined, compatibility forms folded (a full-width at sign), invisible characters
+(zero-width, soft hyphen) dropped, quotes around a local part and white space around
+the at sign taken out. The address counts with any sub-address tag; in ids, MIME
+parameters and ``cid:`` links, inside longer tokens too.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ _INVISIBLE = re.compile(
 # What an address may carry that a reader looks through: quotes and escapes around a
 # local part, and comments (RFC 5322 CFWS).
 _QUOTING = re.compile(r'["\\]|\([^()]*\)')
+# A line break or tab escaped in a calendar's, a card's or JSON's text: white space to
+# its reader, where a quoted pair's backslash (``al\ice``) is nothing.
+_ESCAPED_SPACE = re.compile(r"\\[nrtbf]", re.IGNORECASE)
 _CID = re.compile(r"cid:([^\s\"'<>()]+)", re.IGNORECASE)
 # Found by plain search first: much faster than the pattern over a large body.
 _CID_SCHEMES = ("id:", "ID:", "Id:", "iD:")
@@ -80,6 +85,7 @@ def _readings(text: str) -> set[str]:
         if "%" in unescaped:
             found.add(unquote(unquote(unescaped)))
     found |= {_unseen(one) for one in found}
+    found |= {_ESCAPED_SPACE.sub(" ", one) for one in found if "\\" in one}
     # Quotes and comments, then folds, taken out: each step may be the one that leaves
     # the address standing on its own.
     found |= {_QUOTING.sub("", one) for one in found if _QUOTING.search(one)}
