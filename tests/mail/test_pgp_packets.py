@@ -144,3 +144,19 @@ def test_many_begin_lines_take_linear_time() -> None:
     started = time.monotonic()
     assert pgp_packets.armored(text + _armor(_new(13, UID))) == [UID]
     assert time.monotonic() - started < 10
+
+
+def test_one_message_shares_one_bound() -> None:
+    """Blocks that each inflate to over half the bound: one passes alone, two in one
+    message are refused; the same block met twice (two readings of one body) counts once."""
+    half = pgp_packets.MAX_INFLATED // 2 + 1
+    blocks = [
+        _armor(_new(8, b"\x02" + zlib.compress(_new(11, bytes([i]) * half), 9)), "MESSAGE")
+        for i in range(2)
+    ]
+    reader = pgp_packets.Reader()
+    assert len(reader.armored(blocks[0])) == 1
+    assert reader.armored(blocks[0]) == []
+    with pytest.raises(Unrewritable):
+        reader.armored(blocks[1])
+    assert len(pgp_packets.armored(blocks[1])) == 1

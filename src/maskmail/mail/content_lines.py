@@ -45,14 +45,14 @@ def _blob(data: str) -> bytes | None:
         return None  # shown as written, and read so by the check
 
 
-def _key(blob: bytes) -> list[bytes]:
+def _key(blob: bytes, reader: pgp_packets.Reader) -> list[bytes]:
     """A key's readable packets, armored or binary."""
     if pgp_packets.BEGIN.encode() in blob:
-        return pgp_packets.armored(blob.decode("latin-1"))
-    return pgp_packets.readable(blob)
+        return reader.armored(blob.decode("latin-1"))
+    return reader.readable(blob)
 
 
-def _decoded(name: str, params: str, value: str) -> Iterator[bytes]:
+def _decoded(name: str, params: str, value: str, reader: pgp_packets.Reader) -> Iterator[bytes]:
     upper = params.upper()
     if "QUOTED-PRINTABLE" in upper:
         yield quopri.decodestring(value.encode("utf-8", "surrogateescape"))
@@ -69,11 +69,11 @@ def _decoded(name: str, params: str, value: str) -> Iterator[bytes]:
     yield blob
     if "PGP" in upper:
         # A key's user ids are in its packets: one that does not read is refused.
-        yield from _key(blob)
+        yield from _key(blob, reader)
     elif name.upper() == "KEY":
         # A key of no declared type may be OpenPGP, or X.509 (whose names the bytes show).
         with contextlib.suppress(Unrewritable):
-            yield from _key(blob)
+            yield from _key(blob, reader)
 
 
 def _logical_lines(text: str) -> Iterator[str]:
@@ -88,7 +88,7 @@ def _logical_lines(text: str) -> Iterator[str]:
         yield line
 
 
-def hidden(text: str) -> list[str]:
+def hidden(text: str, reader: pgp_packets.Reader) -> list[str]:
     """What a calendar or card in ``text`` holds beneath its written form: values in
     quoted-printable or base64, decoded, each as UTF-8 and byte by byte."""
     if not is_directory(text):
@@ -98,6 +98,6 @@ def hidden(text: str) -> list[str]:
         parsed = _LINE.match(line.lstrip(" \t>").rstrip())
         if parsed is None:
             continue
-        for data in _decoded(parsed["name"], parsed["params"], parsed["value"]):
+        for data in _decoded(parsed["name"], parsed["params"], parsed["value"], reader):
             found += [data.decode("utf-8", "replace"), data.decode("latin-1")]
     return found

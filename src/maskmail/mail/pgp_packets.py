@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bz2
+import hashlib
 import re
 import zlib
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ _CHECKSUM = re.compile(r"=[A-Za-z0-9+/]{4}")
 # with or without integrity protection, and AEAD data.
 _ENCRYPTED = frozenset({9, 18, 20})
 _COMPRESSED = 8
-# Inflating a compressed packet: how much in all, and how deep compressed packets may nest.
+# Inflating compressed packets: how much in all for one message, and how deep they may nest.
 MAX_INFLATED = 32 * 1024 * 1024
 _MAX_DEPTH = 8
 # The media types whose body is OpenPGP data, armored or binary (RFC 3156).
@@ -147,11 +148,6 @@ def _readable(data: bytes, budget: _Budget, depth: int) -> Iterator[bytes]:
             yield body
 
 
-def readable(data: bytes) -> list[bytes]:
-    """The body of every packet of binary OpenPGP ``data`` that is not encrypted."""
-    return list(_readable(data, _Budget(), 0))
-
-
 def _dearmored(body: str, prefix: str) -> bytes:
     # The first line is what is left of the BEGIN line.
     lines = [
@@ -187,12 +183,44 @@ def _blocks(text: str) -> Iterator[tuple[str, str]]:
             yield edge["prefix"], text[begin.end() : edge.start()]
 
 
+class Reader:
+    """Reads the OpenPGP data of one message: what it inflates is bounded for the whole
+    message, and data met twice (one body read in two charsets) is read once."""
+
+    def __init__(self) -> None:
+        self._budget = _Budget()
+        self._seen: set[bytes] = set()
+
+    def _first_time(self, data: str | bytes) -> bool:
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+        digest = hashlib.sha256(raw).digest()
+        if digest in self._seen:
+            return False
+        self._seen.add(digest)
+        return True
+
+    def readable(self, data: bytes) -> list[bytes]:
+        """The body of every packet of binary OpenPGP ``data`` that is not encrypted."""
+        if not self._first_time(data):
+            return []
+        return list(_readable(data, self._budget, 0))
+
+    def armored(self, text: str) -> list[bytes]:
+        """The readable packet bodies of every armored block in ``text``."""
+        if BEGIN not in text:
+            return []
+        found: list[bytes] = []
+        for prefix, body in _blocks(text):
+            if self._first_time(body):
+                found.extend(_readable(_dearmored(body, prefix), self._budget, 0))
+        return found
+
+
+def readable(data: bytes) -> list[bytes]:
+    """``Reader.readable`` for data on its own."""
+    return Reader().readable(data)
+
+
 def armored(text: str) -> list[bytes]:
-    """The readable packet bodies of every armored block in ``text``."""
-    if BEGIN not in text:
-        return []
-    found: list[bytes] = []
-    budget = _Budget()
-    for prefix, body in _blocks(text):
-        found.extend(_readable(_dearmored(body, prefix), budget, 0))
-    return found
+    """``Reader.armored`` for a text on its own."""
+    return Reader().armored(text)

@@ -155,7 +155,7 @@ def _written_body(part: Message) -> str:
     return data.partition(b"\r\n\r\n")[2].decode("utf-8", "replace")
 
 
-def _body_texts(part: Message) -> set[str]:
+def _body_texts(part: Message, reader: pgp_packets.Reader) -> set[str]:
     encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
     if part.is_multipart():
         if encoding not in _IDENTITY:
@@ -181,8 +181,8 @@ def _body_texts(part: Message) -> set[str]:
         part.get_content_type() in pgp_packets.OPENPGP_TYPES
         and pgp_packets.BEGIN.encode() not in data
     ):
-        texts |= _as_texts(pgp_packets.readable(data))
-    return texts | _beneath(texts)
+        texts |= _as_texts(reader.readable(data))
+    return texts | _beneath(texts, reader)
 
 
 def _as_texts(blobs: list[bytes]) -> set[str]:
@@ -191,13 +191,13 @@ def _as_texts(blobs: list[bytes]) -> set[str]:
     }
 
 
-def _beneath(texts: set[str] | list[str]) -> set[str]:
+def _beneath(texts: set[str] | list[str], reader: pgp_packets.Reader) -> set[str]:
     """What the texts hold that no search of them finds: OpenPGP packets under their
     armor, and a calendar's or card's encoded values."""
     found: set[str] = set()
     for text in texts:
-        found |= _as_texts(pgp_packets.armored(text))
-        found.update(content_lines.hidden(text))
+        found |= _as_texts(reader.armored(text))
+        found.update(content_lines.hidden(text, reader))
     return found
 
 
@@ -221,12 +221,13 @@ def _visible(scrub: Scrubber, text: str, *, inside: bool) -> bool:
 
 def refuse_if_visible(out: bytes, scrub: Scrubber) -> None:
     """Unrewritable when the owner's address can still be read anywhere in ``out``."""
+    reader = pgp_packets.Reader()
     for part in BytesParser(policy=policy.default).parsebytes(out).walk():
         around = [text for text in (part.preamble, part.epilogue) if text]
         texts = [
             *_header_texts(part),
-            *((text, False) for text in _body_texts(part)),
-            *((text, False) for text in (*around, *_beneath(around))),
+            *((text, False) for text in _body_texts(part, reader)),
+            *((text, False) for text in (*around, *_beneath(around, reader))),
         ]
         if any(_visible(scrub, text, inside=inside) for text, inside in texts):
             raise Unrewritable("the owner's address can still be read in the reply")
