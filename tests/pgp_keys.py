@@ -125,3 +125,30 @@ def hung() -> Iterator[tuple[Callable[..., Any], threading.Event]]:
         yield work, entered
     finally:
         release.set()
+
+
+@cache
+def _fingerprint_of(uid: str) -> str:
+    return _make(keys().gpg, uid, "ed25519", "sign")
+
+
+def key_of(uid: str) -> str:
+    """The armored public key (ed25519, signing only) whose user id is ``uid``, made on
+    first use."""
+    return str(keys().gpg.export_keys(_fingerprint_of(uid)))
+
+
+def binary_key_of(uid: str) -> bytes:
+    """The same key as its binary packets."""
+    return bytes(keys().gpg.export_keys(_fingerprint_of(uid), armor=False))
+
+
+def signed_by(uid: str, data: bytes, *, clearsign: bool) -> str:
+    """``data`` signed by ``uid``'s key: clear-signed text, or an armored (compressed,
+    unencrypted) OpenPGP message. Chosen by its address, as mail clients do, the key
+    makes gpg name that address in the signature (the signer's user id)."""
+    _fingerprint_of(uid)
+    address = uid.rpartition("<")[2].rstrip(">")
+    result = keys().gpg.sign(data, keyid=address, clearsign=clearsign)
+    assert result.data, result.status
+    return str(result)

@@ -112,8 +112,11 @@ class Masks:
     engine: AsyncEngine
     api: httpx.AsyncClient
 
-    async def make(self, *, enabled: bool = True, block_spam: bool = False) -> Mask:
-        owner = f"owner{secrets.token_hex(5)}@example.com"
+    async def make(
+        self, *, enabled: bool = True, block_spam: bool = False, owner: str = ""
+    ) -> Mask:
+        """A new user (``owner``, or a random mailbox) with one relay address."""
+        owner = owner or f"owner{secrets.token_hex(5)}@example.com"
         key = keys.generate_key()
         async with transaction(self.engine) as conn:
             user_id = await accounts.add_user(conn, owner)

@@ -14,6 +14,7 @@ import pytest
 from maskmail.mail.dkim import txt_value
 from tests.mail.conftest import Mask, Masks, Sink, counts, send_async
 from tests.mail.leaks import visible
+from tests.pgp_keys import key_of
 
 pytestmark = pytest.mark.anyio
 OUTSIDE = "shop@example.org"
@@ -118,13 +119,7 @@ async def test_a_disguised_address_is_refused(
     mask = await masks.make()
     alias = await _contact(mask)
     data = f"From: {mask.owner}\r\nTo: {alias}\r\n".encode() + _text(mask.owner, text, subtype)
-    with pytest.raises(smtplib.SMTPDataError) as caught:
-        await send_async(relay, mask.owner, [alias], data)
-    assert caught.value.smtp_code == 550
-    error = caught.value.smtp_error
-    assert (error.decode() if isinstance(error, bytes) else error).startswith("5.6.0")
-    assert sink.messages == []
-    assert await mask.counters() == counts()
+    await _refused_with_5_6_0(relay, sink, mask, alias, data)
 
 
 async def test_nothing_maskmail_adds_names_the_owner(
@@ -154,3 +149,88 @@ async def test_nothing_maskmail_adds_names_the_owner(
         await send_async(port, OUTSIDE, [mask.address], data)
     assert caught.value.smtp_code == 550
     assert mask.owner.partition("@")[0] not in str(caught.value.smtp_error).lower()
+
+
+def _reply_with(owner: str, alias: str, parts: str) -> bytes:
+    return (
+        f"From: {owner}\r\nTo: {alias}\r\nSubject: re\r\nMIME-Version: 1.0\r\n"
+        "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n"
+        f"Content-Type: text/plain\r\n\r\nsee attached\r\n{parts}--b--\r\n"
+    ).encode()
+
+
+async def _refused_with_5_6_0(relay: int, sink: Sink, mask: Mask, alias: str, data: bytes) -> None:
+    with pytest.raises(smtplib.SMTPDataError) as caught:
+        await send_async(relay, mask.owner, [alias], data)
+    assert caught.value.smtp_code == 550
+    error = caught.value.smtp_error
+    assert (error.decode() if isinstance(error, bytes) else error).startswith("5.6.0")
+    assert sink.messages == []
+    assert await mask.counters() == counts()
+
+
+async def _sent_without_the_owner(
+    relay: int, sink: Sink, mask: Mask, alias: str, parts: str
+) -> list[EmailMessage]:
+    """The reply sent to the outside sender without the owner's address; its text parts."""
+    assert await send_async(relay, mask.owner, [alias], _reply_with(mask.owner, alias, parts)) == {}
+    got = sink.messages[-1]
+    assert got.rcpt_tos == [OUTSIDE]
+    assert not visible(got.data, mask.owner)
+    return [p for p in _sent(sink).walk() if p.get_content_maintype() == "text"]
+
+
+@pytest.mark.parametrize("encoding", ["7bit", "base64"])
+async def test_the_owners_key_attached_is_refused(
+    relay: int, sink: Sink, masks: Masks, encoding: str
+) -> None:
+    """As Thunderbird attaches the sender's key: its user id names the owner, inside the
+    key's packets, which no rewriting can change without breaking the key."""
+    mask = await masks.make()
+    alias = await _contact(mask)
+    key = key_of(f"Owner <{mask.owner}>").replace("\n", "\r\n")
+    body = base64.encodebytes(key.encode()).decode() if encoding == "base64" else key
+    part = (
+        '--b\r\nContent-Type: application/pgp-keys; name="OpenPGP_0x5A.asc"\r\n'
+        f"Content-Transfer-Encoding: {encoding}\r\n\r\n{body}\r\n"
+    )
+    await _refused_with_5_6_0(relay, sink, mask, alias, _reply_with(mask.owner, alias, part))
+
+
+async def test_folded_calendar_and_card_lines_are_rewritten(
+    relay: int, sink: Sink, masks: Masks
+) -> None:
+    mask = await masks.make()
+    alias = await _contact(mask)
+    local, _, domain = mask.owner.partition("@")
+    head, tail = domain.split(".", 1)
+    parts = (
+        "--b\r\nContent-Type: text/calendar; method=REQUEST\r\n\r\n"
+        "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\n"
+        f"ORGANIZER;CN=Owner:mailto:{local}@{head}.\r\n {tail}\r\n"
+        "END:VEVENT\r\nEND:VCALENDAR\r\n"
+        "--b\r\nContent-Type: text/vcard\r\n\r\n"
+        f"BEGIN:VCARD\r\nFN:Owner\r\nEMAIL:{local[:3]}\r\n {local[3:]}@{domain}\r\nEND:VCARD\r\n"
+    )
+    texts = await _sent_without_the_owner(relay, sink, mask, alias, parts)
+    calendar, card = (str(part.get_content()) for part in texts[1:])
+    assert f"ORGANIZER;CN=Owner:mailto:{mask.address}\r\n" in calendar
+    assert f"EMAIL:{mask.address}\r\n" in card
+    assert await mask.counters() == counts(replied=1)
+
+
+async def test_plus_addressed_forms_are_rewritten(relay: int, sink: Sink, masks: Masks) -> None:
+    mask = await masks.make()
+    alias = await _contact(mask)
+    local, _, domain = mask.owner.partition("@")
+    parts = (
+        f"--b\r\nContent-Type: text/plain\r\n\r\n"
+        f"write to {local}+news@{domain} or {local.upper()}+X@{domain.upper()}\r\n"
+        "--b\r\nContent-Type: text/plain\r\n"
+        f'Content-Disposition: attachment; filename="{local}+cv@{domain}.txt"\r\n\r\nmy CV\r\n'
+    )
+    texts = await _sent_without_the_owner(relay, sink, mask, alias, parts)
+    assert local not in sink.messages[-1].data.decode().lower()
+    assert texts[1].get_content().strip() == f"write to {mask.address} or {mask.address}"
+    assert texts[2].get_filename() == f"{mask.address}.txt"
+    assert await mask.counters() == counts(replied=1)

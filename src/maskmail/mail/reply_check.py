@@ -3,11 +3,13 @@
 Scrubbing rewrites the forms it knows; this check reads the finished message the ways
 a recipient's client might show it and refuses on any hit. Every header field is read,
 each occurrence, in every MIME part, raw and decoded (encoded words joined even where
-they split the address); every body decoded. Each text is then read as shown: markup
-and comments stripped, entities and URLs unescaped, flowed lines joined, compatibility
-forms folded (a full-width at sign), invisible characters (zero-width, soft hyphen)
-dropped, quotes around a local part and white space around the at sign (a fold) taken
-out. In ids, MIME parameters and ``cid:`` links the address counts inside longer tokens.
+they split the address); every body decoded, and beneath it the OpenPGP packets under
+an armor and a calendar's or card's encoded values. Each text is then read as shown:
+folds joined, markup and comments stripped, entities and URLs unescaped, flowed lines
+joined, compatibility forms folded (a full-width at sign), invisible characters
+(zero-width, soft hyphen) dropped, quotes around a local part and white space around
+the at sign taken out. The address counts with any sub-address tag; in ids, MIME
+parameters and ``cid:`` links, inside longer tokens too.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from email.parser import BytesParser
 from urllib.parse import unquote
 
 from maskmail.core.errors import Unrewritable
+from maskmail.mail import content_lines, pgp_packets
 from maskmail.mail.reply_headers import ID_HEADERS, PARAM_HEADERS, may_hold_address
-from maskmail.mail.scrub import Scrubber
+from maskmail.mail.scrub import FOLD, Scrubber
 
 _MARKUP = re.compile(r"<!--.*?(?:-->|$)|<[^<>]*>", re.DOTALL)
 # Unicode's default-ignorable code points: a reader's screen shows nothing for them.
@@ -38,6 +41,9 @@ _INVISIBLE = re.compile(
 # What an address may carry that a reader looks through: quotes and escapes around a
 # local part, and comments (RFC 5322 CFWS).
 _QUOTING = re.compile(r'["\\]|\([^()]*\)')
+# A line break or tab escaped in a calendar's, a card's or JSON's text: white space to
+# its reader, where a quoted pair's backslash (``al\ice``) is nothing.
+_ESCAPED_SPACE = re.compile(r"\\[nrtbf]", re.IGNORECASE)
 _CID = re.compile(r"cid:([^\s\"'<>()]+)", re.IGNORECASE)
 # Found by plain search first: much faster than the pattern over a large body.
 _CID_SCHEMES = ("id:", "ID:", "Id:", "iD:")
@@ -69,6 +75,8 @@ def _unfolded(text: str) -> str:
 
 def _readings(text: str) -> set[str]:
     """``text`` as a reader could see it; each distinct form once, as messages are big."""
+    # Folds joined first: a calendar's, a card's or a header's reader does so.
+    text = FOLD.sub("", text) if "\n" in text else text
     shown = {text, _MARKUP.sub("", text)} if "<" in text else {text}
     found = set(shown)
     for one in shown:
@@ -77,6 +85,7 @@ def _readings(text: str) -> set[str]:
         if "%" in unescaped:
             found.add(unquote(unquote(unescaped)))
     found |= {_unseen(one) for one in found}
+    found |= {_ESCAPED_SPACE.sub(" ", one) for one in found if "\\" in one}
     # Quotes and comments, then folds, taken out: each step may be the one that leaves
     # the address standing on its own.
     found |= {_QUOTING.sub("", one) for one in found if _QUOTING.search(one)}
@@ -146,7 +155,7 @@ def _written_body(part: Message) -> str:
     return data.partition(b"\r\n\r\n")[2].decode("utf-8", "replace")
 
 
-def _body_texts(part: Message) -> set[str]:
+def _body_texts(part: Message, reader: pgp_packets.Reader) -> set[str]:
     encoding = str(part.get("content-transfer-encoding", "7bit")).strip().lower()
     if part.is_multipart():
         if encoding not in _IDENTITY:
@@ -168,7 +177,28 @@ def _body_texts(part: Message) -> set[str]:
         texts.add(
             _joined_flowed(part, data.decode(part.get_content_charset("us-ascii"), "replace"))
         )
-    return texts
+    if (
+        part.get_content_type() in pgp_packets.OPENPGP_TYPES
+        and pgp_packets.BEGIN.encode() not in data
+    ):
+        texts |= _as_texts(reader.readable(data))
+    return texts | _beneath(texts, reader)
+
+
+def _as_texts(blobs: list[bytes]) -> set[str]:
+    return {
+        text for blob in blobs for text in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))
+    }
+
+
+def _beneath(texts: set[str] | list[str], reader: pgp_packets.Reader) -> set[str]:
+    """What the texts hold that no search of them finds: OpenPGP packets under their
+    armor, and a calendar's or card's encoded values."""
+    found: set[str] = set()
+    for text in texts:
+        found |= _as_texts(reader.armored(text))
+        found.update(content_lines.hidden(text, reader))
+    return found
 
 
 def _visible(scrub: Scrubber, text: str, *, inside: bool) -> bool:
@@ -191,11 +221,13 @@ def _visible(scrub: Scrubber, text: str, *, inside: bool) -> bool:
 
 def refuse_if_visible(out: bytes, scrub: Scrubber) -> None:
     """Unrewritable when the owner's address can still be read anywhere in ``out``."""
+    reader = pgp_packets.Reader()
     for part in BytesParser(policy=policy.default).parsebytes(out).walk():
+        around = [text for text in (part.preamble, part.epilogue) if text]
         texts = [
             *_header_texts(part),
-            *((text, False) for text in _body_texts(part)),
-            *((text, False) for text in (part.preamble, part.epilogue) if text),
+            *((text, False) for text in _body_texts(part, reader)),
+            *((text, False) for text in (*around, *_beneath(around, reader))),
         ]
         if any(_visible(scrub, text, inside=inside) for text, inside in texts):
             raise Unrewritable("the owner's address can still be read in the reply")
