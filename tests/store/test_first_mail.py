@@ -116,3 +116,16 @@ async def test_unmade_leaves_nothing_and_a_deleted_one_stays_used(engine: AsyncE
     assert found is not None and found.used_before
     with pytest.raises(AddressTaken):
         await _make(pool, user_id, sub, "retry", OwnerLimits())
+
+
+async def test_a_message_racing_to_a_made_address_is_not_paused(engine: AsyncEngine) -> None:
+    """Two messages to one new name: the second finds it made, even with the owner now
+    at the limit; it is no new address, so it is delivered, not deferred."""
+    user_id, sub = await _owner(engine)
+    pool = DriverPool(engine)
+    limits = OwnerLimits(per_hour=1, kept=1)
+    await _make(pool, user_id, sub, "twice", limits)
+    with pytest.raises(AddressTaken):
+        await _make(pool, user_id, sub, "twice", limits)
+    with pytest.raises(CatchAllPaused):
+        await _make(pool, user_id, sub, "other", limits)

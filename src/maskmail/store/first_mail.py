@@ -14,6 +14,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
+from maskmail.core.errors import AddressTaken
 from maskmail.core.first_mail import WINDOW_SECONDS, OwnerLimits, OwnerMade, check_owner
 from maskmail.core.records import RelayAddress
 from maskmail.store import tombstones
@@ -103,7 +104,12 @@ async def make(
     ``create_address`` (AddressTaken, LimitReached, InvalidAddress)."""
     async with driver.writing():
         await driver.rows(_LOCK_OWNER, user_id)
-        check_owner(await owner_made(driver, user_id, limits, now), limits)
+        found = await facts(driver, user_id, rules.full_address(local, domain, on), limits, now)
+        if found is not None and found.used_before:
+            # Made meanwhile by a concurrent message (or ever before): not a new address,
+            # so the limits do not apply; the caller looks it up again.
+            raise AddressTaken("this address exists or was used before")
+        check_owner(found.made if found else OwnerMade(0, 0), limits)
         made = await create_address(
             driver,
             user_id,
