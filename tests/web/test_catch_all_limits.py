@@ -11,14 +11,13 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.config import Settings
-from maskmail.core.custom_domains import CHECKS
-from maskmail.core.dkim_keys import generate_key, txt_value
 from maskmail.core.first_mail import OwnerLimits
-from maskmail.store import custom_domains, first_mail, subdomains
+from maskmail.store import first_mail, subdomains
 from maskmail.store.addresses import Place, delete_address, list_addresses
 from maskmail.store.clock import now
 from maskmail.store.driver import as_driver
 from tests.api.conftest import make_settings
+from tests.support import add_custom_domain
 from tests.web.conftest import Db, Person, SignIn
 
 pytestmark = pytest.mark.anyio
@@ -99,19 +98,7 @@ async def test_the_subdomain_page_says_when_and_why_catch_all_is_paused(
 
 
 async def _verified_domain(conn: AsyncConnection, user_id: int, name: str) -> None:
-    private, public = generate_key()
-    made = await custom_domains.add_domain(
-        conn,
-        user_id,
-        name,
-        relay_domains=frozenset({"relay.test"}),
-        limit=5,
-        token="t",
-        selector="sel1",
-        private_key=private,
-        dkim_txt=txt_value(public),
-    )
-    await custom_domains.record_check(conn, made.id, dict.fromkeys(CHECKS, True))
+    await add_custom_domain(conn, user_id, name, relay_domain="relay.test")
 
 
 async def test_the_domains_page_says_so_too(sign_in: SignIn, db: Db) -> None:
