@@ -18,7 +18,9 @@ from sqlalchemy import column, inspect, select, table
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import keys
-from maskmail.store import accounts, address_counts
+from maskmail.core.custom_domains import CHECKS
+from maskmail.core.dkim_keys import generate_key, txt_value
+from maskmail.store import accounts, address_counts, custom_domains
 from maskmail.store.addresses import create_address
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.tables import addresses
@@ -203,3 +205,24 @@ async def kept_address_count(conn: AsyncConnection, user_id: int) -> int:
         select(column("address_count")).select_from(table("users")).where(column("id") == user_id)
     )
     return int(kept or 0)
+
+
+async def add_custom_domain(
+    conn: AsyncConnection, user_id: int, name: str, *, relay_domain: str, verified: bool = True
+) -> tuple[int, str]:
+    """The user's domain ``name``, with a new DKIM key, its checks all passed (or all
+    failed): the domain's id and its DKIM record's value."""
+    private, public = generate_key()
+    made = await custom_domains.add_domain(
+        conn,
+        user_id,
+        name,
+        relay_domains=frozenset({relay_domain}),
+        limit=5,
+        token="t",
+        selector="sel1",
+        private_key=private,
+        dkim_txt=txt_value(public),
+    )
+    await custom_domains.record_check(conn, made.id, dict.fromkeys(CHECKS, verified))
+    return made.id, txt_value(public)

@@ -53,6 +53,12 @@ class Settings(BaseSettings):
     smarthost: str = ""
     max_addresses_per_user: int = Field(default=0, ge=0)
     max_mailboxes_per_user: int = Field(default=10, ge=1)
+    # Addresses one owner's catch-all may make on first mail (docs/mail.md): per hour,
+    # and kept at once; past either, mail to a new name is deferred. 0: no limit.
+    first_mail_per_hour: int = Field(default=100, ge=0)
+    first_mail_max: int = Field(default=10_000, ge=0)
+    # Subdomain names (claims and renames) one user may take a day; 0: no limit.
+    subdomain_names_per_day: int = Field(default=10, ge=0)
     # Custom domains (docs/api.md) one user may add; 0: none.
     max_domains_per_user: int = Field(default=5, ge=0)
     # The DNS server custom domains are checked against (host:port); unset: the system's.

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.store.tables import addresses, reverse_aliases, subdomains
-from tests.api.conftest import BASE, DOMAIN, Caller
+from tests.api.conftest import BASE, DOMAIN, Caller, ClientFactory
 
 pytestmark = pytest.mark.anyio
 
@@ -237,3 +237,92 @@ async def test_a_refused_rename_deletes_nothing(
         assert refused.status_code == 422, name
     assert (await client.get(BASE, headers=alice.headers)).json() == [made]
     assert (await client.get(SUBS, headers=alice.headers)).json() == [sub]
+
+
+INFRASTRUCTURE_NAMES = (
+    "mail",
+    "smtp",
+    "imap",
+    "api",
+    "mta-sts",
+    "autoconfig",
+    "autodiscover",
+    "webmail",
+    "ns1",
+    "bounce",
+    "dmarc",
+    "relay",
+    "localhost",
+    "mx01",
+    "smtp-2",
+)
+
+
+async def test_infrastructure_names_and_the_relays_mail_host_are_not_available(
+    reconfigured: ClientFactory, alice: Caller, conn: AsyncConnection
+) -> None:
+    """Issue 21 item 3: names a mail or web service publishes, and the label of the
+    relay's own mail host (MASKMAIL_SMTP_HOSTNAME), are nobody's."""
+    async with reconfigured(smtp_hostname=f"inbound.{DOMAIN}") as client:
+        for name in (*INFRASTRUCTURE_NAMES, "inbound"):
+            answer = await _claim(client, alice, name)
+            assert answer.status_code == 422, name
+            assert answer.json()["message"] == "this subdomain is not available", name
+        made = await _claim(client, alice, "mailroom")
+        assert made.status_code == 200
+        renamed = await client.put(
+            f"{SUBS}/{made.json()['id']}", json={"subdomain": "mta-sts"}, headers=alice.headers
+        )
+        assert renamed.status_code == 422
+    assert list(await conn.scalars(select(subdomains.c.subdomain))) == ["mailroom"]
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("Shop", "lower case: 'shop', not 'Shop'"),
+        ("shop.", "without dots (such as 'shop')"),
+        ("shop.example", "without dots"),
+        ("-shop", "start or end with '-'"),
+        ("sh_op", "letters, digits and '-' only"),
+    ],
+)
+async def test_a_wrong_name_is_told_what_is_wrong(
+    client: httpx.AsyncClient, alice: Caller, name: str, says: str
+) -> None:
+    """Not "may not contain control characters": refused, with what to type instead,
+    whether claimed or renamed to."""
+    claimed = await _claim(client, alice, name)
+    made = (await _claim(client, alice, "shop")).json()
+    renamed = await client.put(
+        f"{SUBS}/{made['id']}", json={"subdomain": name}, headers=alice.headers
+    )
+    for answer in (claimed, renamed):
+        assert answer.status_code == 422
+        body = answer.json()
+        assert says in body["message"] and "control" not in body["message"], body
+        assert body["details"]["field"] == "subdomain"
+
+
+async def test_names_taken_a_day_are_limited(
+    reconfigured: ClientFactory, alice: Caller, bob: Caller, conn: AsyncConnection
+) -> None:
+    """Three a day: a claim and two renames, then 429 for the next rename, for a claim
+    after deleting, and nothing changes; another user has their own allowance."""
+    async with reconfigured(subdomain_names_per_day=3) as client:
+        made = (await _claim(client, alice, "first-one")).json()
+        path = f"{SUBS}/{made['id']}"
+        for name in ("second-one", "third-one"):
+            answer = await client.put(path, json={"subdomain": name}, headers=alice.headers)
+            assert answer.status_code == 200, answer.text
+        refused = await client.put(path, json={"subdomain": "fourth-one"}, headers=alice.headers)
+        assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
+        assert 0 < int(refused.headers["Retry-After"]) <= 86_400
+        # The catch-all switch is not a name.
+        switched = await client.put(path, json={"catch_all": False}, headers=alice.headers)
+        assert switched.status_code == 200
+        assert (await client.delete(path, headers=alice.headers)).status_code == 204
+        assert (await _claim(client, alice, "fifth-one")).status_code == 429
+        assert (await _claim(client, bob, "bobs-one")).status_code == 200
+    names = set(await conn.scalars(select(subdomains.c.subdomain)))
+    assert names == {"bobs-one"}

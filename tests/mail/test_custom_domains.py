@@ -18,8 +18,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
-from maskmail.core.custom_domains import CHECKS
-from maskmail.core.dkim_keys import generate_key, txt_value
+from maskmail.core.dkim_keys import txt_value
 from maskmail.mail.plane import mail_plane
 from maskmail.mail.socketmap import netstring
 from maskmail.store import accounts, custom_domains
@@ -29,7 +28,7 @@ from tests.dns_server import running_dns
 from tests.mail.conftest import DOMAIN, HOST, Sink, message, send_async
 from tests.mail.test_policy import ask
 from tests.mail.test_replies import _reply
-from tests.support import free_port
+from tests.support import add_custom_domain, free_port
 
 pytestmark = pytest.mark.anyio
 SENDER = "news@shop.example"
@@ -49,24 +48,13 @@ async def _domain(
     user's id, mailbox and domain."""
     name = f"own-{secrets.token_hex(4)}.example"
     mailbox = f"owner-{name}@mailbox.example"
-    private, public = generate_key()
     async with transaction(engine) as conn:
         user_id = await accounts.add_user(conn, mailbox)
-        made = await custom_domains.add_domain(
-            conn,
-            user_id,
-            name,
-            relay_domains=frozenset({DOMAIN}),
-            limit=5,
-            token="t",
-            selector="sel1",
-            private_key=private,
-            dkim_txt=txt_value(public),
+        domain_id, value = await add_custom_domain(
+            conn, user_id, name, relay_domain=DOMAIN, verified=verified
         )
-        await custom_domains.record_check(conn, made.id, dict.fromkeys(CHECKS, verified))
         if not catch_all:
-            await custom_domains.set_catch_all(conn, user_id, made.id, False)
-    value = txt_value(public)
+            await custom_domains.set_catch_all(conn, user_id, domain_id, False)
     ZONE[f"sel1._domainkey.{name}."] = [
         ("TXT", " ".join(f'"{value[i : i + 200]}"' for i in range(0, len(value), 200)))
     ]

@@ -1,5 +1,6 @@
 """Mail at relay subdomains (issue 15 items 9, 10, 13): addresses on a subdomain are
-delivered like any other; unknown local parts there are made on first mail, by the rules."""
+delivered like any other; unknown local parts there are made on first mail, by the rules.
+The limits of catch-all under abuse are in test_first_mail_limits.py."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
+from maskmail.core import envelope
 from maskmail.core.errors import AddressNotFound, InvalidAddress, RateLimited
 from maskmail.core.first_mail import FloodGuard
-from maskmail.mail import recipients
+from maskmail.mail import first_mail, recipients
 from maskmail.mail.context import MailContext
 from maskmail.mail.plane import mail_plane, outbound_for
 from maskmail.mail.spam import SpamJudge
@@ -144,9 +146,11 @@ async def test_local_parts_outside_the_rule_are_refused(
     ctx = _context(relay_engine, settings, FloodGuard())
     with pytest.raises(InvalidAddress):
         await recipients.check_recipient(ctx, f"{local}@{owner.host}", SENDER)
+    with pytest.raises(InvalidAddress):
+        await first_mail.make(ctx, envelope.parse_mailbox(f"{local}@{owner.host}"), SENDER)
     assert await _addresses(relay_engine, owner.user_id) == {}
     # Upper case is folded, not refused.
-    await recipients.check_recipient(ctx, f"A.b_C-9@{owner.host}", SENDER)
+    await _first_mail(ctx, f"A.b_C-9@{owner.host}", SENDER)
     assert set(await _addresses(relay_engine, owner.user_id)) == {f"a.b_c-9@{owner.host}"}
 
 
@@ -214,6 +218,12 @@ async def test_a_renamed_subdomains_old_addresses_are_refused(
     assert set(await _addresses(relay_engine, owner.user_id)) == {f"kept@{after}.{DOMAIN}"}
 
 
+async def _first_mail(ctx: MailContext, rcpt: str, sender: str) -> None:
+    """What the handler does for a new local part: RCPT decides, the message makes it."""
+    mailbox = await recipients.check_recipient(ctx, rcpt, sender)
+    await first_mail.make(ctx, mailbox, sender)
+
+
 def _context(engine: AsyncEngine, settings: Settings, guard: FloodGuard) -> MailContext:
     return MailContext(
         engine=engine,
@@ -234,12 +244,12 @@ async def test_a_flood_from_one_sender_is_throttled(
     owner = await _holder(relay_engine, "flooded")
     ctx = _context(relay_engine, settings, FloodGuard(per_sender=3))
     for i in range(3):
-        await recipients.check_recipient(ctx, f"n{i}@{owner.host}", "spam@bad.example")
+        await _first_mail(ctx, f"n{i}@{owner.host}", "spam@bad.example")
     with pytest.raises(RateLimited):
         await recipients.check_recipient(ctx, f"n3@{owner.host}", "SPAM@bad.example")
     # Known addresses still take the sender's mail; other senders still make new ones.
     await recipients.check_recipient(ctx, f"n0@{owner.host}", "spam@bad.example")
-    await recipients.check_recipient(ctx, f"n4@{owner.host}", "friend@good.example")
+    await _first_mail(ctx, f"n4@{owner.host}", "friend@good.example")
     made = set(await _addresses(relay_engine, owner.user_id))
     assert made == {f"n{i}@{owner.host}" for i in (0, 1, 2, 4)}
 
@@ -291,10 +301,7 @@ async def test_200_concurrent_first_mails_make_each_address_once(
     owner = await _holder(relay_engine, "busy")
     ctx = _context(relay_engine, settings, FloodGuard())
     # 100 local parts, each written to twice at once, each time by another sender.
-    checks = [
-        recipients.check_recipient(ctx, f"p{i % 100}@{owner.host}", f"s{i}@example.com")
-        for i in range(200)
-    ]
+    checks = [_first_mail(ctx, f"p{i % 100}@{owner.host}", f"s{i}@example.com") for i in range(200)]
     await asyncio.gather(*checks)
     made = await _addresses(relay_engine, owner.user_id)
     assert set(made) == {f"p{i}@{owner.host}" for i in range(100)}
@@ -380,5 +387,5 @@ async def test_nothing_is_made_under_an_older_domain(
     with pytest.raises(AddressNotFound):
         await recipients.check_recipient(ctx, f"x@{owner.name}.old.test", SENDER)
     assert await _addresses(relay_engine, owner.user_id) == {}
-    await recipients.check_recipient(ctx, f"x@{owner.host}", SENDER)
+    await _first_mail(ctx, f"x@{owner.host}", SENDER)
     assert set(await _addresses(relay_engine, owner.user_id)) == {f"x@{owner.host}"}

@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from maskmail.api.schemas import NO_CONTROL_CHARACTERS, NO_NUL
 from maskmail.core import errors
 
 log = logging.getLogger("maskmail.api")
@@ -121,7 +122,7 @@ def _validation_problem(exc: RequestValidationError) -> Problem:
         if err["type"] in {"model_attributes_type", "json_invalid"}:
             message = "the body must be a JSON object, sent as application/json"
         elif err["type"] == "string_pattern_mismatch":
-            message = "may not contain control characters such as line breaks"
+            message = _pattern_message(str(err.get("ctx", {}).get("pattern", "")))
         found.append({"field": ".".join(loc) or "body", "message": message, "type": err["type"]})
     if not found:
         return Problem(
@@ -134,6 +135,14 @@ def _validation_problem(exc: RequestValidationError) -> Problem:
         f"invalid value for {first['field']}: {first['message']}",
         details={"field": first["field"], "errors": found},
     )
+
+
+def _pattern_message(pattern: str) -> str:
+    """What a value that broke ``pattern`` did wrong: only the patterns that forbid
+    control characters say so; any other names its pattern."""
+    if pattern in (NO_CONTROL_CHARACTERS, NO_NUL):
+        return "may not contain control characters such as line breaks"
+    return f"must match the pattern {pattern}"
 
 
 def render(found: Problem) -> Response:

@@ -13,6 +13,7 @@
      ├── UserExists / UserNotFound
      ├── StoreUnavailable    the database cannot be reached right now
      ├── RateLimited         too many requests from one key or client
+     │    └── CatchAllPaused    the owner's catch-all made all the addresses it may, for now
      ├── RelayDenied         mail for a foreign domain, or a forward that would loop
      │    ├── NotOwner          a reply through a reverse alias from anyone but its owner
      │    ├── NotYetChecked     a reply whose sender checks could not finish (try later)
@@ -97,6 +98,11 @@ class RateLimited(MaskmailError):
     def __init__(self, message: str, retry_after: int) -> None:
         super().__init__(message, {"retry_after": retry_after})
         self.retry_after = retry_after
+
+
+class CatchAllPaused(RateLimited):
+    """The owner's catch-all made as many addresses on first mail as its rate or cap
+    allows; mail to a new name is deferred, and the owner's dashboard says why."""
 
 
 class RelayDenied(MaskmailError):

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from maskmail.core.first_mail import FloodGuard
+from maskmail.core.first_mail import FloodGuard, OwnerLimits
 from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
 from maskmail.mail.spam import SpamJudge
@@ -42,6 +42,8 @@ class MailContext:
     max_addresses_per_user: int = 0
     # New addresses made on first mail, per sender (core/first_mail.py).
     first_mail: FloodGuard = field(default_factory=FloodGuard)
+    # And per owner, counted in the database (MASKMAIL_FIRST_MAIL_PER_HOUR and _MAX).
+    first_mail_limits: OwnerLimits = field(default_factory=OwnerLimits)
     # Driver connections from the engine's pool, for the statements every message runs.
     drivers: Checkout = field(init=False)
     # Every domain mail is accepted for: the one list, ``domain`` and ``older_domains``.

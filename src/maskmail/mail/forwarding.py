@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from maskmail.core import bounces, envelope
@@ -48,34 +50,67 @@ async def _find(
 
 async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> None:
     """At RCPT: refuse what is already known to be refused; an unknown local part at a
-    relay subdomain may be made now (``first_mail``)."""
+    catch-all is accepted when an address would be made for it (``first_mail.check``),
+    but made only once its message is in (``forward``)."""
     try:
-        found = await _find(ctx, mailbox)
+        owner_mailbox = (await _find(ctx, mailbox)).owner_mailbox
     except AddressNotFound:
-        where = envelope.placed(mailbox, ctx.domains)
-        if where is None:
-            await first_mail.make_at_domain(ctx, mailbox, mail_from)
-        # Subdomains are claimed under MASKMAIL_DOMAIN only, never under older domains.
-        elif where[1] is None or where[0] != ctx.domain.lower():
-            raise
-        else:
-            await first_mail.make(ctx, mailbox, where[0], where[1], mail_from)
-        found = await _find(ctx, mailbox)
-    if owner_is_relay(ctx, found.owner_mailbox):
+        owner_mailbox = await first_mail.check(ctx, mailbox, mail_from)
+    if owner_is_relay(ctx, owner_mailbox):
         raise RelayDenied("forwarding would loop")
 
 
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """One message's parts, read once: the raw bytes, the body, the headers in order, and
+    who it is from."""
+
+    raw: bytes
+    body: bytes
+    fields: rewrite.Fields
+    origin: rewrite.Origin
+
+
 async def forward(ctx: MailContext, session: Any, env: Any, mailbox: Mailbox) -> None:
-    """Deliver, block or drop one message; return once it is done and counted."""
+    """Deliver, block or drop one message; return once it is done and counted.
+
+    An address made on first mail for this message is unmade when the message is not
+    accepted after all (refused, deferred, or the client gone), so RCPT alone, or a
+    message that fails, leaves no address behind."""
     mail_from = envelope_sender(env)
     raw: bytes = env.original_content
     header_block, body = rewrite.split_message(raw)
     headers = rewrite.parse_headers(header_block)
-    fields = rewrite.header_fields(headers)
-    origin = rewrite.origin(headers, mail_from)
+    fields, origin = rewrite.header_fields(headers), rewrite.origin(headers, mail_from)
+    message = _Message(raw, body, fields, origin)
+    replier = _replier(message.origin.reply_to)
     # Looked up again: the address may have been disabled or deleted since RCPT. The
     # reverse alias for replies comes with it when it was made before.
-    found = await _find(ctx, mailbox, _replier(origin.reply_to))
+    made = None
+    try:
+        found = await _find(ctx, mailbox, replier)
+    except AddressNotFound:
+        made = await first_mail.make(ctx, mailbox, mail_from)
+        found = await _find(ctx, mailbox, replier)
+    try:
+        await _forward(ctx, session, mail_from, mailbox, found, message)
+    except BaseException:
+        if made is not None:
+            # Shielded: when the client hung up this task is being cancelled, and the
+            # address must go all the same.
+            await asyncio.shield(first_mail.unmake(ctx, made))
+        raise
+
+
+async def _forward(
+    ctx: MailContext,
+    session: Any,
+    mail_from: str,
+    mailbox: Mailbox,
+    found: mailflow.Recipient,
+    parts: _Message,
+) -> None:
+    raw, body, fields, origin = parts.raw, parts.body, parts.fields, parts.origin
     sent_at = custom_domains.mail_domain(ctx, found.address)
     async with ctx.drivers() as driver:
         boxes = await mailflow.destinations(driver, found.address.user_id, found.address.id)

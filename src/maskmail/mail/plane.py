@@ -13,6 +13,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
+from maskmail.core.first_mail import OwnerLimits
 from maskmail.mail.context import MailContext
 from maskmail.mail.dkim import Signer, load_signer
 from maskmail.mail.handler import RelayHandler
@@ -103,6 +104,9 @@ async def mail_plane(
                 domain=settings.domain,
                 older_domains=older,
                 max_addresses_per_user=settings.max_addresses_per_user,
+                first_mail_limits=OwnerLimits(
+                    settings.first_mail_per_hour, settings.first_mail_max
+                ),
                 hostname=settings.mail_hostname,
                 outbound=outbound,
                 judge=SpamJudge(settings.trusted_relay_networks, settings.rspamd_url, client),

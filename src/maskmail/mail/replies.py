@@ -8,6 +8,7 @@ from __future__ import annotations
 from maskmail.core.errors import (
     AddressDisabled,
     AddressNotFound,
+    CatchAllPaused,
     DeliveryDeferred,
     DeliveryRefused,
     InvalidAddress,
@@ -37,6 +38,8 @@ _TABLE: dict[type[MaskmailError], str] = {
     AddressNotFound: "550 5.1.1 No such user here",
     RelayDenied: "550 5.7.1 Relaying denied",
     RateLimited: "450 4.7.1 Too many new addresses from this sender; try again later",
+    # The owner's catch-all is at its rate or cap: the reason is the owner's, not told.
+    CatchAllPaused: "450 4.7.1 No new addresses are made here for now; try again later",
     StoreUnavailable: "451 4.3.0 Temporary failure; try again later",
     DeliveryDeferred: "451 4.4.1 Could not deliver right now; try again later",
     DeliveryRefused: "550 5.0.0 The destination refused this message",

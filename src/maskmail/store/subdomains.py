@@ -1,9 +1,11 @@
 """Relay subdomains: claim, rename, switch catch-all, delete; and whether new addresses
 are made on them. Renaming or deleting one deletes the addresses on the old name, as
-Locker does; their tombstones, and the old name's, stay."""
+Locker does; their tombstones, and the old name's, stay. Each name taken (claimed or
+renamed to) is logged by time, so that a user takes at most so many a day."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ from maskmail.store import tombstones
 from maskmail.store.clock import now
 from maskmail.store.driver import Driver, Statement
 from maskmail.store.mailboxes import lock_owner
-from maskmail.store.tables import addresses, subdomains, users
+from maskmail.store.tables import addresses, subdomain_names, subdomains, users
 
 _COLUMNS = (
     subdomains.c.id,
@@ -41,22 +43,60 @@ async def list_subdomains(conn: AsyncConnection, user_id: int) -> list[Subdomain
     return [_record(row) for row in rows]
 
 
-async def _reserve(conn: AsyncConnection, name: str, domain: str) -> None:
-    """Write the name's tombstone, or refuse a name claimed now or ever before.
+@dataclass(frozen=True, slots=True)
+class Naming:
+    """What a new name is checked against: the relay's domain, its own host names (whose
+    labels under the domain are kept: ``mx`` of ``mx.relay.example``), and how many names
+    one user may take a day (0: no limit)."""
+
+    domain: str
+    hosts: Collection[str] = ()
+    per_day: int = 0
+
+    @property
+    def own(self) -> frozenset[str]:
+        return frozenset(
+            label for h in self.hosts if (label := rules.own_label(h, self.domain)) is not None
+        )
+
+
+async def _reserve(conn: AsyncConnection, user_id: int, name: str, naming: Naming) -> None:
+    """Write the name's tombstone and log it for the user, or refuse a name that breaks a
+    rule, was claimed now or ever before, or one past the user's names of the day.
 
     Two users claiming one name meet at the tombstone's key: the second waits for the
-    first's transaction and then finds the row.
+    first's transaction and then finds the row. The caller holds the user's row, so the
+    user's own changes are counted one after the other.
     """
-    rules.check_subdomain(name)
-    if not await tombstones.reserve(conn, rules.subdomain_tombstone(name, domain), now()):
+    rules.check_subdomain(name, naming.own)
+    taken = now()
+    recent = await conn.scalars(
+        select(subdomain_names.c.created_time)
+        .where(
+            (subdomain_names.c.user_id == user_id)
+            & (subdomain_names.c.created_time > taken - rules.NAME_WINDOW)
+        )
+        .order_by(subdomain_names.c.created_time)
+    )
+    rules.check_name_rate([int(t) for t in recent], naming.per_day, taken)
+    if not await tombstones.reserve(conn, rules.subdomain_tombstone(name, naming.domain), taken):
         raise InvalidAddress("this subdomain is taken or was used before", {"field": "subdomain"})
+    await conn.execute(insert(subdomain_names).values(user_id=user_id, created_time=taken))
 
 
-async def claim(conn: AsyncConnection, user_id: int, name: str, *, domain: str) -> Subdomain:
-    """The user's one subdomain; SubdomainLimitReached if they have one already."""
+def _naming(domain: str | Naming) -> Naming:
+    return domain if isinstance(domain, Naming) else Naming(domain)
+
+
+async def claim(
+    conn: AsyncConnection, user_id: int, name: str, *, domain: str | Naming
+) -> Subdomain:
+    """The user's one subdomain; SubdomainLimitReached if they have one already.
+    ``domain``: the relay's domain, or a Naming with the rest of the rules."""
+    await lock_owner(conn, user_id)
     if await list_subdomains(conn, user_id):
         raise _limit()
-    await _reserve(conn, name, domain)
+    await _reserve(conn, user_id, name, _naming(domain))
     try:
         row = (
             await conn.execute(
@@ -115,7 +155,7 @@ async def change(
     user_id: int,
     subdomain_id: int,
     *,
-    domain: str,
+    domain: str | Naming,
     name: str | None = None,
     catch_all: bool | None = None,
 ) -> Subdomain:
@@ -123,7 +163,7 @@ async def change(
     found = await _owned(conn, user_id, subdomain_id)
     values: dict[str, object] = {}
     if name is not None and name != found.subdomain:
-        await _reserve(conn, name, domain)
+        await _reserve(conn, user_id, name, _naming(domain))
         await _drop_addresses(conn, user_id, found.subdomain)
         values["subdomain"] = name
     if catch_all is not None:

@@ -113,6 +113,28 @@ subdomains = Table(
     Column("created_time", BigInteger, nullable=False),
 )
 
+# The names each user took for a subdomain (claims and renames), by time only: the rate
+# of ``MASKMAIL_SUBDOMAIN_NAMES_PER_DAY`` holds across every process and a deletion.
+subdomain_names = Table(
+    "subdomain_names",
+    metadata,
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("created_time", BigInteger, nullable=False),
+    Index(None, "user_id", "created_time"),
+)
+
+# Addresses made on first mail (catch-all), with their owner and time: the owner's rate
+# and cap (MASKMAIL_FIRST_MAIL_PER_HOUR, MASKMAIL_FIRST_MAIL_MAX) count these rows, in the
+# database that every mail-plane process shares. Deleting the address deletes its row.
+first_mail_addresses = Table(
+    "first_mail_addresses",
+    metadata,
+    Column("address_id", IdType, ForeignKey("addresses.id", ondelete="CASCADE"), primary_key=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("created_time", BigInteger, nullable=False),
+    Index(None, "user_id", "created_time"),
+)
+
 # Domains users own and receive mail at (docs/api.md, "Custom domains"). ``verified``:
 # the ownership TXT record was found once, and from then on mail is accepted; the five
 # ``*_ok`` are the latest check of each record. The DKIM key signs mail from the domain.

@@ -1,5 +1,7 @@
 """Tombstones: the hash of every address and subdomain name ever handed out, written when
-it is handed out and never deleted, so that no name is handed out twice."""
+it is handed out and never deleted, so that no name is handed out twice. The one
+exception is an address made on first mail whose message was then not accepted: it was
+never handed out (``store.first_mail.unmake``)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,14 @@ async def reserve(conn: AsyncConnection | Driver, tombstone: str, created: int) 
     """Write the tombstone; False when it exists, that is, the name was handed out before."""
     driver = await as_driver(conn)
     return bool(await driver.rows(_RESERVE, tombstone, created))
+
+
+_FORGET = Statement.portable("DELETE FROM tombstones WHERE hash = ?")
+
+
+async def forget(driver: Driver, tombstone: str) -> None:
+    """Delete a tombstone written in error: only ``store.first_mail.unmake`` does."""
+    await driver.rows(_FORGET, tombstone)
 
 
 async def keep(conn: AsyncConnection, hashes: Iterable[str]) -> None:

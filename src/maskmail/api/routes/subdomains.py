@@ -13,8 +13,10 @@ from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import DESCRIPTIONS, errors_for
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import StorableStr
+from maskmail.config import Settings
 from maskmail.core.subdomains import MAX_LENGTH, MIN_LENGTH, NAME_PATTERN, Subdomain
 from maskmail.store import subdomains as store
+from maskmail.store.subdomains import Naming
 
 router = APIRouter(prefix="/v3/relay/subdomains", tags=["relay subdomains"])
 
@@ -24,7 +26,18 @@ _CLAIM_ERRORS = {
     403: "The caller has a subdomain already (`subdomain_limit_reached`).",
     422: "The name breaks a rule, is taken, or was used before (`validation_error`).",
 }
-_NAME_DOC = "3 to 63 of `[a-z0-9-]`, not starting or ending with `-`; never used before."
+_NAME_DOC = (
+    "3 to 63 of `[a-z0-9-]`, not starting or ending with `-`; never used before, and not "
+    "a name of the relay's own hosts (`mail`, `smtp`, `mta-sts`, `ns1`, ...). A user takes "
+    "at most `MASKMAIL_SUBDOMAIN_NAMES_PER_DAY` names a day (claims and renames; 429 past it)."
+)
+# Documented for clients, and checked by the rules themselves (core/subdomains.py), so
+# that a refusal says what is wrong with the name rather than a pattern's message.
+_NAME_SCHEMA: dict[str, Any] = {
+    "minLength": MIN_LENGTH,
+    "maxLength": MAX_LENGTH,
+    "pattern": NAME_PATTERN,
+}
 
 
 class SubdomainOut(BaseModel):
@@ -39,9 +52,7 @@ class SubdomainOut(BaseModel):
 class SubdomainClaim(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    subdomain: StorableStr = Field(
-        min_length=MIN_LENGTH, max_length=MAX_LENGTH, pattern=NAME_PATTERN, description=_NAME_DOC
-    )
+    subdomain: StorableStr = Field(description=_NAME_DOC, json_schema_extra=_NAME_SCHEMA)
 
 
 class SubdomainChange(BaseModel):
@@ -50,11 +61,7 @@ class SubdomainChange(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     subdomain: StorableStr | None = Field(
-        default=None,
-        min_length=MIN_LENGTH,
-        max_length=MAX_LENGTH,
-        pattern=NAME_PATTERN,
-        description=_NAME_DOC,
+        default=None, description=_NAME_DOC, json_schema_extra=_NAME_SCHEMA
     )
     catch_all: bool | None = None
 
@@ -63,6 +70,11 @@ class UseSubdomain(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     use_relay_subdomain: bool
+
+
+def naming(settings: Settings) -> Naming:
+    """The rules a new name meets, from the settings."""
+    return Naming(settings.domain, (settings.mail_hostname,), settings.subdomain_names_per_day)
 
 
 def subdomain_json(found: Subdomain) -> dict[str, Any]:
@@ -94,7 +106,7 @@ async def list_subdomains(owner: CurrentOwner, conn: Conn) -> Response:
 async def claim_subdomain(
     body: SubdomainClaim, owner: CurrentOwner, conn: Conn, settings: CurrentSettings
 ) -> Response:
-    made = await store.claim(conn, owner.user_id, body.subdomain, domain=settings.domain)
+    made = await store.claim(conn, owner.user_id, body.subdomain, domain=naming(settings))
     return json(subdomain_json(made))
 
 
@@ -141,7 +153,7 @@ async def change_subdomain(
         conn,
         owner.user_id,
         subdomain_id,
-        domain=settings.domain,
+        domain=naming(settings),
         name=body.subdomain,
         catch_all=body.catch_all,
     )

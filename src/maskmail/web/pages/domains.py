@@ -14,6 +14,7 @@ from maskmail.core.custom_domains import CHECKS, CustomDomain
 from maskmail.core.errors import AddressNotFound
 from maskmail.store import custom_domains as store
 from maskmail.store.engine import transaction
+from maskmail.web.catch_all import pause_notice
 from maskmail.web.guard import (
     PageNotFound,
     Refused,
@@ -64,6 +65,9 @@ async def _domains_page(
         viewer,
         status=refused.status if refused else 200,
         domains=[(d, dnscheck.expected(d, settings).records()) for d in found],
+        paused=await pause_notice(request, conn, viewer.user_id)
+        if any(d.verified and d.catch_all for d in found)
+        else "",
         labels=LABELS,
         error=refused.message if refused else "",
         name=name,

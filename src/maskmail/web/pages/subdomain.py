@@ -13,8 +13,11 @@ from starlette.responses import Response
 from maskmail.api.deps import Conn
 from maskmail.config import Settings
 from maskmail.core.errors import AddressNotFound, InvalidAddress
+from maskmail.core.first_mail import CERTIFICATE_MAILBOXES
 from maskmail.core.subdomains import MAX_LENGTH, MIN_LENGTH, Subdomain, check_subdomain
 from maskmail.store import subdomains as store
+from maskmail.store.subdomains import Naming
+from maskmail.web.catch_all import pause_notice
 from maskmail.web.guard import (
     PageNotFound,
     Refused,
@@ -34,6 +37,12 @@ router = APIRouter(include_in_schema=False)
 def _domain(request: Request) -> str:
     settings: Settings = request.app.state.settings
     return settings.domain
+
+
+def _naming(request: Request) -> Naming:
+    """The rules a new name meets (the API's, from the same settings)."""
+    settings: Settings = request.app.state.settings
+    return Naming(settings.domain, (settings.mail_hostname,), settings.subdomain_names_per_day)
 
 
 def _name(form: FormData) -> str:
@@ -59,6 +68,8 @@ async def _subdomain_page(
         sub=sub,
         count=await store.address_count(conn, viewer.user_id, sub.subdomain) if sub else 0,
         use=await store.uses_subdomain(conn, viewer.user_id),
+        certificate_mailboxes=", ".join(sorted(CERTIFICATE_MAILBOXES)),
+        paused=await pause_notice(request, conn, viewer.user_id) if sub and sub.catch_all else "",
         domain=_domain(request),
         error=refused.message if refused else "",
         name=name,
@@ -115,8 +126,8 @@ async def _then_page(
 @router.post("/subdomain")
 async def claim(request: Request, conn: Conn) -> Response:
     viewer, form = await change(request, conn)
-    name, domain = _name(form), _domain(request)
-    work = partial(store.claim, conn, viewer.user_id, name, domain=domain)
+    name = _name(form)
+    work = partial(store.claim, conn, viewer.user_id, name, domain=_naming(request))
     return await _then_page(request, conn, viewer, work, name=name)
 
 
@@ -146,14 +157,14 @@ async def switch_catch_all(subdomain: str, request: Request, conn: Conn) -> Resp
 async def rename(subdomain: str, request: Request, conn: Conn) -> Response:
     """Asks first, showing what will be deleted; renames once confirmed."""
     viewer, form = await change(request, conn)
-    found, name, domain = await _owned(conn, viewer, subdomain), _name(form), _domain(request)
+    found, name, naming = await _owned(conn, viewer, subdomain), _name(form), _naming(request)
     if form.get("confirmed") != "yes":
         try:
-            check_subdomain(name)
+            check_subdomain(name, naming.own)
         except InvalidAddress as exc:
             return await _subdomain_page(request, conn, viewer, refused=refusal(exc), name=name)
         return await _confirm(request, conn, viewer, found, new=name)
-    work = partial(store.change, conn, viewer.user_id, found.id, domain=domain, name=name)
+    work = partial(store.change, conn, viewer.user_id, found.id, domain=naming, name=name)
     return await _then_page(request, conn, viewer, work, name=name)
 
 
