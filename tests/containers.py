@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import ssl
 import subprocess
 import tempfile
@@ -20,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from tests.processes import stop_session
 
 ROOT = Path(__file__).resolve().parents[1]
 MIRROR = "http://deb.debian.org/debian"
@@ -160,9 +161,4 @@ def running(name: str, argv: Sequence[str], env: dict[str, str], log: Path) -> I
         try:
             yield
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_session(proc, timeout=30)

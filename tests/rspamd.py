@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -17,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.processes import stop_session
 from tests.support import free_port
 
 CONFIG = "/etc/rspamd/rspamd.conf"
@@ -101,10 +101,5 @@ def running_rspamd(
         yield url
     finally:
         # Its own session: the main process and the workers it forked stop together.
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_session(proc)
         log.close()

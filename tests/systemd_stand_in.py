@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
 import socket
 import socketserver
 import subprocess
@@ -27,6 +26,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+if __package__ is None or __package__ == "":  # run as the stand-ins' program
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.processes import stop_session
 
 SOCKET_VARIABLE = "MASKMAIL_TEST_SYSTEMD"
 # What systemd gives a service: no variable of the caller's.
@@ -198,7 +201,7 @@ class Supervisor:
         key = name if name in self.running or service is not None else f"{name}.service"
         proc = self.running.pop(key, None)
         if proc is not None:
-            _terminate(proc)
+            stop_session(proc)
 
     def _restart(self, name: str) -> None:
         self._stop(name)
@@ -216,20 +219,8 @@ class Supervisor:
             for name in list(self.daemons):
                 self._stop(name)
             for proc in self.running.values():
-                _terminate(proc)
+                stop_session(proc)
             self.running.clear()
-
-
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process and what it forked (its own session), as systemd stops a unit."""
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=20)
-    except ProcessLookupError:
-        proc.wait()
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 class _Handler(socketserver.StreamRequestHandler):

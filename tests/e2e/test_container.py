@@ -133,3 +133,37 @@ def test_up_in_the_image_makes_an_address_and_forwards_mail(
     # Stopping the container stopped the server in it.
     with socket.socket() as probe:
         assert probe.connect_ex((HOST, api_port)) != 0
+
+
+@pytest.mark.parametrize("part", ["postfix", "rspamd"])
+def test_the_compose_files_postfix_and_rspamd_images_build(
+    image: dict[str, Any], part: str
+) -> None:
+    """Their Containerfiles build (rspamd's runs ``rspamadm configtest``); Postfix's
+    entrypoint writes a configuration ``postfix check`` passes, aimed at the services of
+    deploy/compose.yaml."""
+    tag = f"localhost/maskmail-{part}-test:latest"
+    containers.build(ROOT / "deploy" / part / "Containerfile", tag)
+    if part == "rspamd":
+        assert containers.inspect(tag)["Cmd"][0] == "rspamd"
+        return
+    settings = {
+        "RELAY_DOMAIN": "relay.test",
+        "MAIL_HOSTNAME": "mx.test",
+        "MAIL_NETWORKS": "172.29.25.0/24",
+    }
+    shell = [*containers.inspect(tag)["Entrypoint"], "sh", "-c", "postconf -n; postconf -M"]
+    with containers.container(tag) as name:
+        shown = subprocess.run(
+            containers.run_command(name, shell, settings),
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    conf = shown.stdout
+    assert "relay_domains = relay.test, socketmap:inet:smtp:10027:domains" in conf
+    assert "maskmail_milters = inet:rspamd:11332" in conf
+    assert "maskmail:[smtp]:2525" in conf and "myhostname = mx.test" in conf
+    assert "10025      inet" in conf and "-o mynetworks=172.29.25.0/24" in conf
+    # No peer is on the container's own loopback.
+    assert "inet:127.0.0.1" not in conf and "[127.0.0.1]" not in conf
+    assert "STARTTLS is not offered" in shown.stderr
