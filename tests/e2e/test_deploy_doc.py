@@ -39,6 +39,8 @@ ROOT = Path(__file__).parents[2]
 DOC = ROOT / "docs" / "deploy.md"
 DEBIAN_PART = "## On a Debian 12 server"
 KEPT_PORTS = {6379}  # the machine's own Redis serves as the one apt installs
+# The repository the doc clones: this one (its committed files, as a clone has them).
+REPOSITORY = "https://git.example.com/maskmail.git"
 OWNER = "you@example.com"  # the doc's own mailbox
 # The owner's provider: rspamd checks the owner's reply against these records.
 OWNER_ZONE = {
@@ -119,23 +121,11 @@ class Private:
         return "\n".join(line for line in text.splitlines() if "[::]" not in line) + "\n"
 
 
-def checkout(private: Private) -> Path:
-    """This repository's files where the doc keeps its checkout, deploy/ moved."""
-    target = private.path("/usr/local/src/maskmail")
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    for name in filter(None, listed):
-        source = ROOT / name
-        if not source.is_file():
-            continue
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        if name.startswith("deploy/"):
-            (target / name).write_text(private.deploy_file(source.read_text()))
-        else:
-            shutil.copy2(source, target / name)
-    return target
+def move_deploy_files(checkout: Path, private: Private) -> None:
+    """The checkout's deploy/ files with the doc's paths and ports moved."""
+    for path in (checkout / "deploy").rglob("*"):
+        if path.is_file():
+            path.write_text(private.deploy_file(path.read_text()))
 
 
 def debian_leaves(private: Private, sink: int, dns: int) -> Service:
@@ -256,9 +246,12 @@ def test_the_debian_recipe_runs_and_mail_goes_in_and_out(private_root: Path, sin
     private = Private(
         private_root, paths, {p: p if p in KEPT_PORTS else free_port() for p in ports}
     )
-    doc = commands(text[text.index(DEBIAN_PART) :])
+    doc = [
+        private(c).replace(REPOSITORY, str(ROOT)) for c in commands(text[text.index(DEBIAN_PART) :])
+    ]
     assert len(doc) > 30
-    checkout(private)
+    # The clone first; then its deploy/ files are moved to the private paths and ports.
+    cloned = next(i for i, c in enumerate(doc) if c.startswith("git clone ")) + 1
     bin_dir = private_root / "bin"
     bin_dir.mkdir()
     logs = private_root / "journal"
@@ -273,12 +266,15 @@ def test_the_debian_recipe_runs_and_mail_goes_in_and_out(private_root: Path, sin
         )
         with stand_ins(bin_dir, supervisor) as variables:
             env = {**os.environ, **variables, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-            done = subprocess.run(
-                ["bash", "-euo", "pipefail", "-c", "\n".join(private(c) for c in doc)],
-                cwd=private_root, env=env, capture_output=True, text=True, timeout=900,
-                check=False,
-            )  # fmt: skip
-            assert done.returncode == 0, (done.stderr[-6000:], sorted(supervisor.ran))
+            for part in (doc[:cloned], doc[cloned:]):
+                done = subprocess.run(
+                    ["bash", "-euo", "pipefail", "-c", "\n".join(part)],
+                    cwd=private_root, env=env, capture_output=True, text=True, timeout=900,
+                    check=False,
+                )  # fmt: skip
+                assert done.returncode == 0, (done.stderr[-6000:], sorted(supervisor.ran))
+                if part[-1].startswith("git clone "):
+                    move_deploy_files(private.path("/usr/local/src/maskmail"), private)
             _mail_in_and_out(private, sink, done.stdout)
             # A renewal: certbot's deploy hook reloads nginx and Postfix.
             hook = (private_root / "deploy-hook").read_text()
