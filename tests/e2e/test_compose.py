@@ -80,7 +80,14 @@ def test_the_example_settings_are_required_and_used(tmp_path: Path) -> None:
 
 def test_every_service_agrees_with_the_images_and_ports(resolved: dict[str, Any]) -> None:
     services = resolved["services"]
-    assert set(services) == {*MASKMAIL_SERVICES, "postfix", "rspamd", "postgres", "redis"}
+    assert set(services) == {
+        *MASKMAIL_SERVICES,
+        "domains",
+        "postfix",
+        "rspamd",
+        "postgres",
+        "redis",
+    }
     containerfile = (DEPLOY / "Containerfile").read_text()
     [health_port] = re.findall(r"HEALTHCHECK.*\n.*127\.0\.0\.1:(\d+)/healthz", containerfile)
     exposed = re.findall(r"^EXPOSE (.*)$", containerfile, re.M)[0].split()
@@ -89,6 +96,12 @@ def test_every_service_agrees_with_the_images_and_ports(resolved: dict[str, Any]
         assert service["build"] == {"context": str(ROOT), "dockerfile": "deploy/Containerfile"}
         assert service["image"] == services["api"]["image"]
         assert _accepted(*service["command"]), service["command"]
+    # The hourly domain check: the image's maskmail, with the same settings.
+    domains = services["domains"]
+    assert domains["image"] == services["api"]["image"]
+    assert domains["environment"] == services["smtp"]["environment"]
+    [loop] = re.findall(r"do maskmail ([a-z ]+); sleep (\d+)", domains["entrypoint"][-1])
+    assert _accepted(*loop[0].split()) and int(loop[1]) <= 3600
     api, smtp = services["api"], services["smtp"]
     # The API: its port is the one the image checks and the one published for nginx.
     port = _option(api["command"], "--port")
