@@ -181,7 +181,8 @@ def tools(private: Private, bin_dir: Path) -> dict[str, Service]:
         "postfix": f'exec /usr/sbin/postfix -c {postfix} "$@"',
         "nginx": f'exec {shlex.join(nginx)} "$@"',
         # The relay's name answers on the private HTTPS port, with the stand-in's certificate.
-        "curl": f"exec /usr/bin/curl --connect-to ::127.0.0.1:{private.ports[443]} "
+        "curl": "exec /usr/bin/curl --connect-to "
+        f"relay.example.com:443:127.0.0.1:{private.ports[443]} "
         f'--cacert {cert}/relay.example.com/fullchain.pem "$@"',
         # Checks the selections without changing the machine's debconf database.
         "debconf-set-selections": 'exec /usr/bin/debconf-set-selections --checkonly "$@"',
