@@ -81,7 +81,8 @@ def _debian_tarball(name: str) -> Path:
             for path in (root / cache).glob("*"):
                 if path.is_file():
                     path.unlink()
-        partial = tarball.with_suffix(".partial")
+        # Written beside it and renamed: a run beside this one never reads half a root.
+        partial = tarball.parent / f".{tarball.name}.{os.getpid()}"
         _run("tar", "-C", str(root), "-cf", str(partial), ".")
         partial.replace(tarball)
     return tarball

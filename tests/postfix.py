@@ -124,7 +124,7 @@ def maskmail_commands(maskmail_port: int, policy_port: int) -> list[list[str]]:
 
 def _replace(text: str, old: str, new: str) -> str:
     if old not in text:
-        raise LookupError(f"docs/postfix.md no longer contains {old!r}")
+        raise LookupError(f"docs/postfix.md or deploy/postfix no longer contains {old!r}")
     return text.replace(old, new)
 
 
