@@ -1,4 +1,4 @@
-"""A private Postfix instance for tests, configured from docs/postfix.md.
+"""A private Postfix instance for tests, configured from deploy/postfix/ and docs/postfix.md.
 
 It has its own configuration, queue and data directories and listens only on loopback
 ports; DNS is off, so it can reach nothing but the loopback next hops it is given.
@@ -19,7 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "postfix.md"
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "postfix.md"
+DEPLOY = ROOT / "deploy"
 DOC_DOMAIN = "relay.example.com"
 DOC_HOST = "mail.example.com"
 
@@ -67,11 +69,26 @@ def doc_block(title: str) -> str:
 
 
 RSPAMD_FILES = ("worker-proxy.inc", "milter_headers.conf", "dmarc.conf", "options.inc")
+# The files an operator installs (docs/deploy.md), each printed in docs/postfix.md under
+# its first line's title.
+CONFIG_FILES = {
+    "main.cf for maskmail": DEPLOY / "postfix" / "main.cf",
+    "master.cf for maskmail": DEPLOY / "postfix" / "master.cf",
+    **{
+        f"local.d/{name} for maskmail": DEPLOY / "rspamd" / "local.d" / name
+        for name in RSPAMD_FILES
+    },
+}
+
+
+def config_file(title: str) -> str:
+    """The file of deploy/ that docs/postfix.md prints under ``# <title>``."""
+    return CONFIG_FILES[title].read_text()
 
 
 def rspamd_files(milter_port: int) -> dict[str, str]:
-    """rspamd's ``local.d`` files as the doc prints them, the milter on ``milter_port``."""
-    files = {name: doc_block(f"local.d/{name} for maskmail") for name in RSPAMD_FILES}
+    """rspamd's ``local.d`` files as deploy/rspamd/ has them, the milter on ``milter_port``."""
+    files = {name: config_file(f"local.d/{name} for maskmail") for name in RSPAMD_FILES}
     files["worker-proxy.inc"] = _replace(
         files["worker-proxy.inc"], '"127.0.0.1:11332"', f'"127.0.0.1:{milter_port}"'
     )
@@ -107,7 +124,7 @@ def maskmail_commands(maskmail_port: int, policy_port: int) -> list[list[str]]:
 
 def _replace(text: str, old: str, new: str) -> str:
     if old not in text:
-        raise LookupError(f"docs/postfix.md no longer contains {old!r}")
+        raise LookupError(f"docs/postfix.md or deploy/postfix no longer contains {old!r}")
     return text.replace(old, new)
 
 
@@ -122,7 +139,7 @@ def configure(
 ) -> None:
     """Write main.cf and master.cf: the doc's blocks, moved to this test's ports. Mail for
     the owners' domain and ``outside_domains`` goes to the sink (the internet)."""
-    main = doc_block("main.cf for maskmail")
+    main = config_file("main.cf for maskmail")
     main = _replace(main, DOC_DOMAIN, domain)
     routes = "".join(
         f", {name}=smtp:[127.0.0.1]:{ports.sink}" for name in (owners_domain, *outside_domains)
@@ -133,7 +150,7 @@ def configure(
     )
     main = _replace(main, "inet:127.0.0.1:10027", f"inet:127.0.0.1:{ports.policy}")
     main = _replace(main, "inet:127.0.0.1:11332", f"inet:127.0.0.1:{ports.milter}")
-    master = doc_block("master.cf for maskmail")
+    master = config_file("master.cf for maskmail")
     master = _replace(
         master, "smtp      inet  n       -       y", f"127.0.0.1:{ports.inbound} inet n - n"
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -17,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.processes import stop_session
 from tests.support import free_port
 
 CONFIG = "/etc/rspamd/rspamd.conf"
@@ -24,9 +24,9 @@ NETWORK_MODULES = ("fuzzy_check", "rbl", "phishing", "url_redirector", "neural",
 START_TIMEOUT = 180
 
 
-def _write_config(
-    local: Path, port: int, *, nameserver: str, milter: bool, local_d: Mapping[str, str]
-) -> None:
+def write_overrides(local: Path, port: int, *, nameserver: str, milter: bool) -> None:
+    """The test's own settings in ``local/override.d``: the normal worker on ``port``,
+    DNS at ``nameserver``, the network modules off, logs to the console."""
     override = local / "override.d"
     override.mkdir(parents=True)
     (override / "worker-normal.inc").write_text(f'bind_socket = "127.0.0.1:{port}";\ncount = 1;\n')
@@ -37,12 +37,26 @@ def _write_config(
         f'dns {{\n  nameserver = ["{nameserver}"];\n  timeout = 0.5s;\n  retransmits = 1;\n}}\n'
         "disable_hyperscan = true;\n"
     )
-    (local / "local.d").mkdir()
-    for name, text in local_d.items():
-        (local / "local.d" / name).write_text(text)
     # hfilter judges the client's host name, which on loopback is "localhost".
     for module in (*NETWORK_MODULES, "hfilter") if milter else NETWORK_MODULES:
         (override / f"{module}.conf").write_text("enabled = false;\n")
+
+
+def rspamd_command(local: Path, tmp: Path) -> list[str]:
+    """rspamd in the foreground on the configuration directory ``local`` (its
+    ``LOCAL_CONFDIR``), with its database, run and log directories under ``tmp``."""
+    binary = shutil.which("rspamd")
+    if binary is None:
+        raise RuntimeError("rspamd is required (scripts/system-deps.sh installs it)")
+    dirs = {name: tmp / name for name in ("db", "run", "log")}
+    for path in dirs.values():
+        path.mkdir(parents=True)
+    command = [binary, "-f", "-i", "-c", CONFIG, "--var", f"LOCAL_CONFDIR={local}"]
+    command += ["--var", f"DBDIR={dirs['db']}", "--var", f"RUNDIR={dirs['run']}"]
+    command += ["--var", f"LOGDIR={dirs['log']}"]
+    if os.geteuid() == 0:
+        command += ["-u", "root", "-g", "root"]
+    return command
 
 
 def _wait_until_up(url: str, proc: subprocess.Popen[bytes]) -> None:
@@ -72,20 +86,13 @@ def running_rspamd(
     ``nameserver`` is its DNS resolver (by default a closed port); with ``milter`` its
     proxy worker runs too, configured by the ``local_d`` files (``worker-proxy.inc``).
     """
-    binary = shutil.which("rspamd")
-    if binary is None:
-        raise RuntimeError("rspamd is required (scripts/system-deps.sh installs it)")
     port = free_port()
     local = tmp / "local"
-    dirs = {name: tmp / name for name in ("db", "run", "log")}
-    for path in dirs.values():
-        path.mkdir(parents=True)
-    _write_config(local, port, nameserver=nameserver, milter=milter, local_d=local_d or {})
-    command = [binary, "-f", "-i", "-c", CONFIG, "--var", f"LOCAL_CONFDIR={local}"]
-    command += ["--var", f"DBDIR={dirs['db']}", "--var", f"RUNDIR={dirs['run']}"]
-    command += ["--var", f"LOGDIR={dirs['log']}"]
-    if os.geteuid() == 0:
-        command += ["-u", "root", "-g", "root"]
+    write_overrides(local, port, nameserver=nameserver, milter=milter)
+    (local / "local.d").mkdir()
+    for name, text in (local_d or {}).items():
+        (local / "local.d" / name).write_text(text)
+    command = rspamd_command(local, tmp)
     log = (tmp / "rspamd.out").open("wb")
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -94,10 +101,5 @@ def running_rspamd(
         yield url
     finally:
         # Its own session: the main process and the workers it forked stop together.
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_session(proc)
         log.close()
