@@ -1,0 +1,100 @@
+"""Behind the shipped nginx configuration: each client is throttled on its own, however it
+fills X-Forwarded-For, and no spelling of /metrics gets the metrics out.
+
+nginx runs deploy/nginx/maskmail.conf (tests/nginx.py); test clients connect to it from
+different loopback addresses, as browsers from different places would.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import Deployment
+from tests.nginx import running_nginx, site
+from tests.support import free_port, run_cli, running
+
+pytestmark = pytest.mark.slow
+PASSWORD = "correct horse battery"
+ORIGIN = {"Origin": "https://relay.example.com"}
+
+
+def test_one_guesser_behind_nginx_locks_out_only_itself(deployment: Deployment) -> None:
+    """Ten wrong sign-ins, the default limit, from one client: it is refused from then
+    on, even when it writes other addresses into X-Forwarded-For, and everyone else
+    still signs in."""
+    email = "owner@example.com"
+    deployment.cli("user", "add", email)
+    assert run_cli(deployment.env, "user", "password", email, stdin=PASSWORD).returncode == 0
+    api_port = free_port()
+    serve = ("serve", "--port", str(api_port))
+    tmp = deployment.tmp
+    with (
+        running(deployment.env, *serve, port=api_port, log=tmp / "serve.log"),
+        running_nginx(site(tmp, api_port)) as nginx,
+        nginx.client("127.0.0.5") as guesser,
+        nginx.client("127.0.0.6") as owner,
+    ):
+        wrong = [
+            guesser.post(
+                "/sign-in",
+                data={"email": f"guess{n}@example.com", "password": "not it"},
+                headers={**ORIGIN, "X-Forwarded-For": f"192.0.2.{n}"},
+            ).status_code
+            for n in range(10)
+        ]
+        right = {"email": email, "password": PASSWORD}
+        spoofing = guesser.post(
+            "/sign-in", data=right, headers={**ORIGIN, "X-Forwarded-For": "127.0.0.6"}
+        )
+        signed_in = owner.post("/sign-in", data=right, headers=ORIGIN)
+    assert wrong == [401] * 10
+    assert spoofing.status_code == 429 and "Too many attempts" in spoofing.text
+    assert signed_in.status_code == 303
+    assert "maskmail_session=" in signed_in.headers["set-cookie"]
+    assert "secure" in signed_in.headers["set-cookie"].lower()  # X-Forwarded-Proto believed
+
+
+SPELLINGS = (
+    "/metrics",
+    "/metrics/",
+    "//metrics",
+    "/metrics//",
+    "/metrics%2F",
+    "/metrics%2f",
+    "/%6Detrics",
+    "/%6detrics/",
+    "/./metrics",
+    "/x/../metrics",
+    "/METRICS",
+    "/Metrics/",
+    "/metrics?format=text",
+)
+
+
+def test_no_spelling_of_metrics_passes_nginx(deployment: Deployment) -> None:
+    """nginx refuses the prefix, and maskmail would refuse the client it forwards for;
+    Prometheus on the machine itself, connecting directly, is served."""
+    env = {**deployment.env, "MASKMAIL_METRICS_ALLOW": "127.0.0.1/32"}
+    api_port = free_port()
+    serve = ("serve", "--port", str(api_port))
+    tmp = deployment.tmp
+    with (
+        running(env, *serve, port=api_port, log=tmp / "serve.log"),
+        running_nginx(site(tmp, api_port)) as nginx,
+    ):
+        answers = {
+            path: nginx.get_as_sent(path, "127.0.0.7", {"X-Forwarded-For": "127.0.0.1"})
+            for path in SPELLINGS
+        }
+        with nginx.client("127.0.0.7") as outsider:
+            ready = outsider.get("/readyz")
+        direct = httpx.get(f"http://127.0.0.1:{api_port}/metrics")
+    leaked = {
+        path: status
+        for path, (status, body) in answers.items()
+        if status not in {403, 404} or b"maskmail_" in body
+    }
+    assert leaked == {}
+    assert ready.status_code == 200
+    assert direct.status_code == 200 and "maskmail_http_request" in direct.text
