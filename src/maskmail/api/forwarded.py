@@ -93,25 +93,29 @@ def _hop(entry: str) -> str:
 
 
 def forwarded_for(scope: Scope) -> list[str]:
-    """Every X-Forwarded-For entry, over all the header's lines, left to right."""
-    hops: list[str] = []
+    """Every X-Forwarded-For entry, over all the header's lines, left to right, as sent."""
+    entries: list[str] = []
     for name, value in scope["headers"]:
         if name == b"x-forwarded-for":
-            hops.extend(_hop(part) for part in value.decode("latin-1").split(",") if part.strip())
-    return hops
+            entries.extend(part for part in value.decode("latin-1").split(",") if part.strip())
+    return entries
 
 
 def client_address(scope: Scope, settings: Settings) -> str:
     """The client's address: the peer, or behind trusted proxies the nearest untrusted
-    X-Forwarded-For entry from the right (the leftmost when every one is trusted)."""
+    X-Forwarded-For entry from the right (the leftmost when every one is trusted).
+
+    Entries are read only as far as needed: a long header costs a split, not a parse
+    of each entry."""
     peer = _peer(scope)
     trusted = proxies(settings.trusted_proxies)
     if peer is None:
         return "unknown"
     if not trusted.trusts(peer):
         return peer
-    hops = forwarded_for(scope)
-    for hop in reversed(hops):
+    entries = forwarded_for(scope)
+    for entry in reversed(entries):
+        hop = _hop(entry)
         if not trusted.trusts(hop):
             return hop
-    return hops[0] if hops else peer
+    return _hop(entries[0]) if entries else peer
