@@ -47,10 +47,12 @@ class Nginx:
         """An HTTPS client as a browser at ``source`` (any loopback address) would be,
         asking for relay.example.com."""
         transport = httpx.HTTPTransport(verify=self._trust(), local_address=source)
+        # A sign-in costs a real argon2 hash, seconds on a loaded machine.
         return httpx.Client(
             base_url=f"https://127.0.0.1:{self.https_port}",
             transport=transport,
             headers={"Host": HOST},
+            timeout=60,
         )
 
     def get_as_sent(self, target: str, source: str, headers: dict[str, str]) -> tuple[int, bytes]:

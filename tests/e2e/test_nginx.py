@@ -20,35 +20,43 @@ ORIGIN = {"Origin": "https://relay.example.com"}
 
 
 def test_one_guesser_behind_nginx_locks_out_only_itself(deployment: Deployment) -> None:
-    """Ten wrong sign-ins, the default limit, from one client: it is refused from then
-    on, even when it writes other addresses into X-Forwarded-For, and everyone else
-    still signs in."""
+    """Ten wrong sign-ins from one client: it is refused from then on, even when it
+    writes other addresses into X-Forwarded-For, and everyone else still signs in.
+
+    Ten an hour rather than the default ten a minute: each try costs a real argon2 hash,
+    and on a loaded machine ten of them can take long enough for a minute's window to
+    forget the first ones."""
     email = "owner@example.com"
     deployment.cli("user", "add", email)
     assert run_cli(deployment.env, "user", "password", email, stdin=PASSWORD).returncode == 0
+    env = {**deployment.env, "MASKMAIL_SIGNIN_RATE_LIMIT": "10/hour"}
     api_port = free_port()
     serve = ("serve", "--port", str(api_port))
     tmp = deployment.tmp
     with (
-        running(deployment.env, *serve, port=api_port, log=tmp / "serve.log"),
+        running(env, *serve, port=api_port, log=tmp / "serve.log"),
         running_nginx(site(tmp, api_port)) as nginx,
         nginx.client("127.0.0.5") as guesser,
         nginx.client("127.0.0.6") as owner,
     ):
-        wrong = [
-            guesser.post(
-                "/sign-in",
-                data={"email": f"guess{n}@example.com", "password": "not it"},
-                headers={**ORIGIN, "X-Forwarded-For": f"192.0.2.{n}"},
-            ).status_code
-            for n in range(10)
-        ]
+        wrong: list[int] = []
+        while len(wrong) < 12 and 429 not in wrong:
+            n = len(wrong)
+            wrong.append(
+                guesser.post(
+                    "/sign-in",
+                    data={"email": f"guess{n}@example.com", "password": "not it"},
+                    headers={**ORIGIN, "X-Forwarded-For": f"192.0.2.{n}"},
+                ).status_code
+            )
         right = {"email": email, "password": PASSWORD}
         spoofing = guesser.post(
             "/sign-in", data=right, headers={**ORIGIN, "X-Forwarded-For": "127.0.0.6"}
         )
         signed_in = owner.post("/sign-in", data=right, headers=ORIGIN)
-    assert wrong == [401] * 10
+    # Refused after ten; one more may pass if the tries straddle the limiter's window
+    # boundary, where the count of the window before is weighted down.
+    assert wrong[:10] == [401] * 10 and wrong[-1] == 429, wrong
     assert spoofing.status_code == 429 and "Too many attempts" in spoofing.text
     assert signed_in.status_code == 303
     assert "maskmail_session=" in signed_in.headers["set-cookie"]
