@@ -7,16 +7,34 @@ different loopback addresses, as browsers from different places would.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import httpx
 import pytest
 
 from tests.e2e.conftest import Deployment
-from tests.nginx import running_nginx, site
+from tests.nginx import Nginx, running_nginx, site
 from tests.support import free_port, run_cli, running
 
 pytestmark = pytest.mark.slow
 PASSWORD = "correct horse battery"
 ORIGIN = {"Origin": "https://relay.example.com"}
+
+
+@contextmanager
+def behind_nginx(deployment: Deployment, **settings: str) -> Iterator[tuple[Nginx, int]]:
+    """``maskmail serve`` with extra ``MASKMAIL_*`` settings, the shipped nginx in front;
+    nginx and the API's own port."""
+    env = {**deployment.env, **{f"MASKMAIL_{k.upper()}": v for k, v in settings.items()}}
+    api_port = free_port()
+    serve = ("serve", "--port", str(api_port))
+    tmp = deployment.tmp
+    with (
+        running(env, *serve, port=api_port, log=tmp / "serve.log"),
+        running_nginx(site(tmp, api_port)) as nginx,
+    ):
+        yield nginx, api_port
 
 
 def test_one_guesser_behind_nginx_locks_out_only_itself(deployment: Deployment) -> None:
@@ -29,13 +47,8 @@ def test_one_guesser_behind_nginx_locks_out_only_itself(deployment: Deployment) 
     email = "owner@example.com"
     deployment.cli("user", "add", email)
     assert run_cli(deployment.env, "user", "password", email, stdin=PASSWORD).returncode == 0
-    env = {**deployment.env, "MASKMAIL_SIGNIN_RATE_LIMIT": "10/hour"}
-    api_port = free_port()
-    serve = ("serve", "--port", str(api_port))
-    tmp = deployment.tmp
     with (
-        running(env, *serve, port=api_port, log=tmp / "serve.log"),
-        running_nginx(site(tmp, api_port)) as nginx,
+        behind_nginx(deployment, signin_rate_limit="10/hour") as (nginx, _),
         nginx.client("127.0.0.5") as guesser,
         nginx.client("127.0.0.6") as owner,
     ):
@@ -83,14 +96,7 @@ SPELLINGS = (
 def test_no_spelling_of_metrics_passes_nginx(deployment: Deployment) -> None:
     """nginx refuses the prefix, and maskmail would refuse the client it forwards for;
     Prometheus on the machine itself, connecting directly, is served."""
-    env = {**deployment.env, "MASKMAIL_METRICS_ALLOW": "127.0.0.1/32"}
-    api_port = free_port()
-    serve = ("serve", "--port", str(api_port))
-    tmp = deployment.tmp
-    with (
-        running(env, *serve, port=api_port, log=tmp / "serve.log"),
-        running_nginx(site(tmp, api_port)) as nginx,
-    ):
+    with behind_nginx(deployment, metrics_allow="127.0.0.1/32") as (nginx, api_port):
         answers = {
             path: nginx.get_as_sent(path, "127.0.0.7", {"X-Forwarded-For": "127.0.0.1"})
             for path in SPELLINGS
