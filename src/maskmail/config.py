@@ -6,7 +6,6 @@ import ipaddress
 import os
 import re
 import secrets
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -37,11 +36,6 @@ def clean_prefix(value: str) -> str | None:
     return prefix if _PREFIX.match(prefix) else None
 
 
-@lru_cache(maxsize=8)
-def _host_set(hosts: str) -> frozenset[str]:
-    return frozenset(h.strip() for h in hosts.split(",") if h.strip())
-
-
 class Settings(BaseSettings):
     """Environment variables win over the optional TOML file (``MASKMAIL_CONFIG_FILE``)."""
 
@@ -69,7 +63,8 @@ class Settings(BaseSettings):
     signin_rate_limit: str = "10/minute"
     redis_url: str = ""
     address_length: int = Field(default=8, ge=6, le=64)
-    # Hosts whose X-Forwarded-* headers are believed (comma-separated IPs, or "*").
+    # Reverse proxies whose X-Forwarded-* headers are believed: IPs or networks,
+    # comma-separated, or "*" for any peer (api/forwarded.py).
     trusted_proxies: str = "127.0.0.1,::1"
     db_pool_size: int = Field(default=10, ge=1)
     # Seconds a PostgreSQL connection attempt or statement may take before the API
@@ -173,6 +168,12 @@ class Settings(BaseSettings):
         _networks(value)
         return value
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_proxies(cls, value: str) -> str:
+        _networks(",".join(part for part in value.split(",") if part.strip() != "*"))
+        return value
+
     @field_validator("root_path")
     @classmethod
     def _check_root_path(cls, value: str) -> str:
@@ -197,11 +198,6 @@ class Settings(BaseSettings):
     @property
     def cors_origin_list(self) -> list[str]:
         return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
-
-    @property
-    def trusted_proxy_hosts(self) -> frozenset[str]:
-        # Asked on every request (api/proxy.py, api/urls.py): parsed once per value.
-        return _host_set(self.trusted_proxies)
 
     @property
     def smarthost_address(self) -> tuple[str, int] | None:

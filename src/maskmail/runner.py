@@ -28,7 +28,8 @@ log = logging.getLogger("maskmail")
 APP_FACTORY = "maskmail.api.main:app_from_env"
 
 
-def _uvicorn_options(access_log: bool) -> dict[str, object]:
+def uvicorn_options(access_log: bool) -> dict[str, object]:
+    """How every maskmail process runs uvicorn (the tests serve apps the same way)."""
     return {
         # Forwarded headers are judged by the app against MASKMAIL_TRUSTED_PROXIES.
         "proxy_headers": False,
@@ -56,7 +57,7 @@ def serve_api(*, host: str, port: int, workers: int, access_log: bool) -> None:
         # A worker importing the app on a loaded machine can take longer than the default 5 s;
         # killing it then only adds load.
         timeout_worker_healthcheck=30,
-        **_uvicorn_options(access_log),  # type: ignore[arg-type]
+        **uvicorn_options(access_log),  # type: ignore[arg-type]
     )
 
 
@@ -95,7 +96,7 @@ async def run_up(
             ),
             host=host,
             port=api_port,
-            **_uvicorn_options(access_log),  # type: ignore[arg-type]
+            **uvicorn_options(access_log),  # type: ignore[arg-type]
         )
         await uvicorn.Server(config).serve(sockets=[api_socket])
 
@@ -109,10 +110,10 @@ async def run_smtp(
         async with _smtp(settings, host, port) as engine:
             readiness = Readiness.of(engine, smtp=(host, port))
             config = uvicorn.Config(
-                health_app(readiness, settings.metrics_allow_networks),
+                health_app(readiness, settings),
                 host=host,
                 port=health_port,
-                **_uvicorn_options(False),  # type: ignore[arg-type]
+                **uvicorn_options(False),  # type: ignore[arg-type]
             )
             await uvicorn.Server(config).serve()
         return

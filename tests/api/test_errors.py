@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
 import pytest
+import uvicorn
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -17,6 +20,7 @@ from maskmail.api.bodylimit import BodyTooLarge
 from maskmail.api.deps import get_conn
 from maskmail.api.errors import problem
 from maskmail.core.errors import RateLimited, StoreUnavailable, Unauthorized
+from maskmail.runner import uvicorn_options
 from tests.api.conftest import BASE, Caller, make_settings
 
 pytestmark = pytest.mark.anyio
@@ -39,6 +43,57 @@ async def test_unexpected_failure_is_a_bare_json_500(
         "details": {},
     }
     assert "hunter2" not in response.text and "Traceback" not in response.text
+
+
+@asynccontextmanager
+async def served(app: FastAPI) -> AsyncIterator[str]:
+    """``app`` behind a real uvicorn, with the options ``maskmail serve`` uses; its URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(access_log=False)))  # type: ignore[arg-type]
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            assert not task.done(), "uvicorn did not start"
+            await asyncio.sleep(0.02)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+async def test_a_500_leaves_the_connection_usable_and_is_logged_once(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """uvicorn closes a keep-alive connection when the app raises after answering, and a
+    client's next request on it was reset; the 500 is answered without raising."""
+    app = create_app(make_settings(database_url))
+
+    @app.post("/v3/relay/broken")
+    async def broken() -> None:
+        raise RuntimeError("secret internals: password=hunter2")
+
+    ports: list[int] = []
+    async with (
+        served(app) as url,
+        httpx.AsyncClient(base_url=url, limits=httpx.Limits(max_connections=1)) as client,
+    ):
+        answers = []
+        for method, path in (("POST", "/v3/relay/broken"), ("GET", "/healthz")) * 2:
+            async with client.stream(method, path, json={"a": 1}) as answer:
+                ports.append(answer.extensions["network_stream"].get_extra_info("client_addr")[1])
+                await answer.aread()
+                answers.append(answer)
+    assert [a.status_code for a in answers] == [500, 200, 500, 200]
+    assert answers[0].json() == {
+        "code": "internal_error",
+        "message": "internal error; it has been logged",
+        "details": {},
+    }
+    assert len(set(ports)) == 1, "each request came on a new connection"
+    logged = [r for r in caplog.records if r.exc_info is not None]
+    assert [r.getMessage() for r in logged] == ["unexpected error on POST /v3/relay/broken"] * 2
 
 
 async def test_database_outage_is_503_unavailable() -> None:

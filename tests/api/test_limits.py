@@ -1,6 +1,9 @@
-"""The address limit and the per-key rate limit, in memory and shared through Redis."""
+"""The address limit, the per-key rate limit and the per-client one for wrong keys, in
+memory and shared through Redis."""
 
 from __future__ import annotations
+
+import secrets
 
 import httpx
 import pytest
@@ -53,6 +56,27 @@ async def test_wrong_keys_are_rate_limited_perclient_with(
         ]
     assert statuses[:5] == [401] * 5
     assert 429 in statuses[5:]
+
+
+async def test_wrong_keys_count_per_client_behind_the_proxy(
+    database_url: str, conn: AsyncConnection
+) -> None:
+    """Every request comes from the proxy (the client_with default, 127.0.0.1); the
+    client it forwards for is counted, whatever that client writes in the header."""
+
+    def wrong_key(client: str, written: str = "") -> dict[str, str]:
+        forwarded = f"{written}, {client}" if written else client
+        # A new key each time: a key has its own count too.
+        return {"Authorization": f"Bearer {secrets.token_hex(8)}", "X-Forwarded-For": forwarded}
+
+    async with client_with(make_settings(database_url, rate_limit="3/minute")) as proxy:
+        statuses = [
+            (await proxy.get(BASE, headers=wrong_key("198.51.100.7", f"192.0.2.{n}"))).status_code
+            for n in range(4)
+        ]
+        other = await proxy.get(BASE, headers=wrong_key("198.51.100.8"))
+    assert statuses == [401, 401, 401, 429]
+    assert other.status_code == 401
 
 
 async def test_redis_shares_the_limit_between_processes(

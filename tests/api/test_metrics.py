@@ -56,17 +56,61 @@ async def test_requests_are_counted_by_template_and_status(database_url: str) ->
     assert "maskmail_db_pool_checked_out" in scraped.text
 
 
-async def test_a_forwarded_header_does_not_open_metrics(database_url: str) -> None:
-    """Only the connecting peer counts: a trusted proxy (or anyone) naming an allowed
-    address in X-Forwarded-For is refused, and a loopback peer is served whatever it names."""
-    settings = {"trusted_proxies": "203.0.113.9"}
-    forwarded = {"X-Forwarded-For": "127.0.0.1", "Forwarded": "for=127.0.0.1"}
-    async with client_from(database_url, "203.0.113.9", **settings) as client:
-        proxied = await client.get("/metrics", headers=forwarded)
+async def test_the_client_behind_a_trusted_proxy_decides(database_url: str) -> None:
+    """The address the proxy forwards for is judged, as the rate limits judge it: the
+    proxy's own loopback address opens nothing, and neither does a client that writes an
+    allowed address into the header, nor a peer that is not a trusted proxy."""
+    settings = {"trusted_proxies": "127.0.0.1,203.0.113.9"}
     async with client_from(database_url, "127.0.0.1", **settings) as client:
-        local = await client.get("/metrics", headers={"X-Forwarded-For": "203.0.113.7"})
-    assert proxied.status_code == 403 and "maskmail_" not in proxied.text
+        outsider = await client.get("/metrics", headers={"X-Forwarded-For": "198.51.100.7"})
+        spoofed = await client.get(
+            "/metrics", headers={"X-Forwarded-For": "127.0.0.1, 198.51.100.7"}
+        )
+        direct = await client.get("/metrics")
+    async with client_from(database_url, "203.0.113.9", **settings) as client:
+        behind_balancer = await client.get(
+            "/metrics", headers={"X-Forwarded-For": "198.51.100.7, 127.0.0.1"}
+        )
+    async with client_from(database_url, "192.0.2.9") as client:
+        stranger = await client.get("/metrics", headers={"X-Forwarded-For": "127.0.0.1"})
+    for refused in (outsider, spoofed, behind_balancer, stranger):
+        assert refused.status_code == 403 and "maskmail_" not in refused.text
+    assert direct.status_code == 200 and "maskmail_http_request" in direct.text
+
+
+# Every spelling a client might send for the metrics path, with its extra headers.
+SPELLINGS = [
+    ("/metrics", {}),
+    ("/metrics/", {}),
+    ("//metrics", {}),
+    ("/metrics//", {}),
+    ("/metrics%2F", {}),
+    ("/metrics%2f", {}),
+    ("/%6Detrics", {}),
+    ("/relay/metrics", {"X-Forwarded-Prefix": "/relay"}),
+    ("/relay/metrics/", {"X-Forwarded-Prefix": "/relay/"}),
+]
+
+
+@pytest.mark.parametrize(("path", "headers"), SPELLINGS)
+async def test_every_spelling_of_the_path_is_judged_alike(
+    database_url: str, path: str, headers: dict[str, str]
+) -> None:
+    """Whatever spelling routing serves as the metrics is allowed and refused as
+    /metrics is: the check is in the route, after the path is made canonical."""
+    async with client_from(database_url, "127.0.0.1") as client:
+        url = f"http://testserver{path}"
+        local = await client.get(url, headers=headers)
+        forwarded = await client.get(url, headers={**headers, "X-Forwarded-For": "198.51.100.7"})
     assert local.status_code == 200 and "maskmail_http_request" in local.text
+    assert forwarded.status_code == 403 and "maskmail_" not in forwarded.text
+
+
+async def test_other_cases_are_not_the_metrics(database_url: str) -> None:
+    async with client_from(database_url, "127.0.0.1") as client:
+        for path in ("/METRICS", "/Metrics/", "/metrics.txt", "/metrics/x"):
+            answer = await client.get(path)
+            assert answer.status_code == 404 and "maskmail_" not in answer.text, path
 
 
 @pytest.mark.parametrize(

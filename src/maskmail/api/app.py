@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import Response
+from starlette.types import Scope
 
 from maskmail import __version__, metrics
 from maskmail.api import allow, contracts, docs, errors, health
@@ -112,7 +114,6 @@ def create_app(
         strict_content_type=False,
     )
     app.state.settings = settings
-    app.state.metrics_allow = settings.metrics_allow_networks
     errors.install(app)
     allow.install(app)
     app.include_router(health.router)
@@ -149,13 +150,15 @@ def create_app(
         ],
         key=lambda pair: -len(pair[0]),
     )
+
+    def outside_routes(scope: Scope, exc: Exception) -> Response:
+        return contracts.outside_routes(renderers, scope, exc)
+
     app.add_middleware(
         Front,
         paths=Paths(settings),
-        body_limit=BodyLimit(
-            settings.max_body_bytes,
-            answer=lambda scope, exc: contracts.before_routing(renderers, scope, exc),
-        ),
+        body_limit=BodyLimit(settings.max_body_bytes, answer=outside_routes),
+        answer=outside_routes,
         # The hot routes' path is their template.
         times=RequestTimes(fixed=frozenset({addresses.router.prefix})),
         # Browser extensions and web vaults call from another origin; preflights are

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 MESSAGE = "the request body is too large"
-# The answer to an error found before routing, for the route the request is for.
+# The answer to an error no route answered, in the body format of the route asked for.
 Answer = Callable[[Scope, Exception], Response]
 
 

@@ -63,11 +63,12 @@ def contract_route(render: Renderer) -> type[APIRoute]:
     return ContractRoute
 
 
-def before_routing(
+def outside_routes(
     renderers: Sequence[tuple[str, Renderer]], scope: Scope, exc: Exception
 ) -> Response:
-    """An error found before routing (a body over the limit), in the body format of the
-    contract whose path prefix the request is under (longest first), or the SPEC's."""
+    """An error no route answered (a body over the limit before routing, an exception
+    no handler took), in the body format of the contract whose path prefix the request
+    is under (longest first), or the SPEC's."""
     path = route_path(scope)
     found = problem(exc, f"{scope['method']} {path}")
     for prefix, render in renderers:

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.api.auth import bearer_token, raw_token
+from maskmail.api.forwarded import client_address
 from maskmail.api.ratelimit import Limiter
 from maskmail.config import Settings
 from maskmail.core.errors import Unauthorized
@@ -39,7 +40,9 @@ async def get_write_conn(request: Request) -> AsyncIterator[AsyncConnection]:
 
 
 def client_host(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    """The client's address, through a trusted proxy if there is one (api/forwarded.py)."""
+    settings: Settings = request.app.state.settings
+    return client_address(request.scope, settings)
 
 
 async def _count_key(request: Request, read_token: Callable[[Request], str]) -> str:

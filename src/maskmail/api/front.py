@@ -4,7 +4,9 @@ In order: the request's id for the log lines (``logs.bind``), the path as routin
 see it (``api/proxy.py``), CORS, the body limit (``api/bodylimit.py``), a JSON body
 whatever its Content-Type on the API's paths (``api/anyjson.py``); after the answer, its
 latency by route template (``api/metrics.py``) and the key's last use
-(``api/key_use.py``).
+(``api/key_use.py``). An exception no handler answered becomes the one mapping's 500
+here (``api/errors.py``), logged once: Starlette's outermost error middleware answers
+too, but then re-raises, and uvicorn closes a keep-alive connection on an exception.
 
 Why one layer and not one middleware each: every ASGI layer is a coroutine and a wrapped
 ``send`` per request, and seven of them cost the list route about a third of its
@@ -24,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from maskmail import logs
 from maskmail.api.anyjson import WITH_BODY, as_json
-from maskmail.api.bodylimit import BodyLimit
+from maskmail.api.bodylimit import Answer, BodyLimit
 from maskmail.api.hot import route_path
 from maskmail.api.key_use import KeyUse
 from maskmail.api.metrics import RequestTimes
@@ -59,11 +61,13 @@ class Front:
         body_limit: BodyLimit,
         times: RequestTimes,
         cors: Callable[[ASGIApp], ASGIApp],
+        answer: Answer,
     ) -> None:
         self.app = app
         self.paths = paths
         self.body_limit = body_limit
         self.times = times
+        self.answer = answer
         self.key_use = KeyUse()
         self.cors = cors(self._guarded)
 
@@ -76,7 +80,7 @@ class Front:
         logs.bind("request_id")
         scope = self.paths.rewrite(scope)
         started = perf_counter()
-        status = 500
+        status = 0
         origin = any(name == b"origin" for name, _ in scope["headers"])
 
         async def sent(message: Message) -> None:
@@ -88,12 +92,17 @@ class Front:
             await send(message)
 
         try:
-            if origin:
-                await self.cors(scope, receive, sent)
-            else:
-                await self._guarded(scope, receive, sent)
+            try:
+                if origin:
+                    await self.cors(scope, receive, sent)
+                else:
+                    await self._guarded(scope, receive, sent)
+            except Exception as exc:
+                if status:  # half an answer went out: only closing the connection ends it
+                    raise
+                await self.answer(scope, exc)(scope, receive, sent)
         finally:
-            self.times.observe(scope, status, perf_counter() - started)
+            self.times.observe(scope, status or 500, perf_counter() - started)
         if route_path(scope).startswith(API_PREFIXES):
             await self.key_use.answered(scope, status)
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import JSONResponse, Response
 
 from maskmail.api import metrics
-from maskmail.api.metrics import Networks
+from maskmail.config import Settings
 from maskmail.readiness import Readiness
 
 router = APIRouter(tags=["operations"])
@@ -30,11 +30,11 @@ async def readyz(request: Request) -> Response:
     return JSONResponse({"status": "ready"})
 
 
-def health_app(readiness: Readiness, metrics_allow: Networks) -> FastAPI:
+def health_app(readiness: Readiness, settings: Settings) -> FastAPI:
     """The probes and the metrics alone, for ``maskmail smtp --health-port``."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.readiness = readiness
-    app.state.metrics_allow = metrics_allow
+    app.state.settings = settings
     app.include_router(router)
     app.include_router(metrics.router)
     return app

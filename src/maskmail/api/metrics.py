@@ -3,7 +3,6 @@ calls it), and ``GET /metrics``."""
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -12,11 +11,13 @@ from starlette.types import Scope
 
 from maskmail import metrics
 from maskmail.api.errors import Problem, render
+from maskmail.api.forwarded import Network, client_address, ip_of
 from maskmail.api.hot import route_path
+from maskmail.config import Settings
 
 router = APIRouter()
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-Networks = tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+Networks = tuple[Network, ...]
 
 
 class RequestTimes:
@@ -45,20 +46,19 @@ class RequestTimes:
         series.observe(seconds)
 
 
-def allowed(peer: str | None, networks: Networks) -> bool:
-    if peer is None:
-        return False
-    try:
-        address = ipaddress.ip_address(peer)
-    except ValueError:
-        return False
-    return any(address in network for network in networks)
+def allowed(client: str, networks: Networks) -> bool:
+    address = ip_of(client)
+    return address is not None and any(address in network for network in networks)
 
 
 @router.get("/metrics", include_in_schema=False)
 async def read_metrics(request: Request) -> Response:
-    """Prometheus text format, only to MASKMAIL_METRICS_ALLOW (the direct peer's IP)."""
-    peer = request.client.host if request.client else None
-    if not allowed(peer, request.app.state.metrics_allow):
+    """Prometheus text format, only to MASKMAIL_METRICS_ALLOW. The client is the one the
+    rate limits see (api/forwarded.py): behind the proxy, the address it forwards for.
+    Every spelling of this path that routing serves (a trailing or repeated slash, an
+    encoded one, a proxy's prefix: api/proxy.py) comes here."""
+    settings: Settings = request.app.state.settings
+    networks: Networks = settings.metrics_allow_networks
+    if not allowed(client_address(request.scope, settings), networks):
         return render(Problem(403, "forbidden", "metrics are not served to this address"))
     return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)

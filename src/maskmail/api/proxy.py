@@ -6,16 +6,11 @@ import re
 
 from starlette.types import Scope
 
+from maskmail.api.forwarded import from_trusted_proxy
 from maskmail.config import Settings, clean_prefix
 
 _SLASHES = re.compile(r"/{2,}")
 _RAW_SLASHES = re.compile(rb"/{2,}")
-
-
-def trusted_peer(peer: str | None, settings: Settings) -> bool:
-    """True when X-Forwarded-* headers from this peer are believed."""
-    trusted = settings.trusted_proxy_hosts
-    return "*" in trusted or (peer is not None and peer in trusted)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -47,10 +42,9 @@ class Paths:
         self.settings = settings
 
     def _prefix(self, scope: Scope) -> str:
-        client = scope.get("client")
-        if trusted_peer(client[0] if client else None, self.settings):
-            forwarded = _header(scope, b"x-forwarded-prefix")
-            prefix = clean_prefix(forwarded) if forwarded else None
+        forwarded = _header(scope, b"x-forwarded-prefix")
+        if forwarded and from_trusted_proxy(scope, self.settings):
+            prefix = clean_prefix(forwarded)
             if prefix is not None:
                 return prefix
         return self.settings.root_path or str(scope.get("root_path", "")).rstrip("/")

@@ -8,8 +8,8 @@ from urllib.parse import parse_qsl, urlencode
 from fastapi import Request
 from starlette.datastructures import URL
 
+from maskmail.api.forwarded import from_trusted_proxy
 from maskmail.api.memo import Link, Memo
-from maskmail.api.proxy import trusted_peer
 from maskmail.config import Settings
 
 _HOST = re.compile(r"^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$")
@@ -53,7 +53,7 @@ def links_for(request: Request, settings: Settings, memo: Memo) -> Link:
     forwarding headers, never across them."""
     scope = request.scope
     headers = request.headers
-    trusted = trusted_peer(request.client.host if request.client else None, settings)
+    trusted = from_trusted_proxy(scope, settings)
     key = (
         scope.get("scheme"),
         scope.get("server"),

@@ -10,7 +10,7 @@ from fastapi import Request
 from starlette.datastructures import URL
 from starlette.responses import Response
 
-from maskmail.api.proxy import trusted_peer
+from maskmail.api.forwarded import from_trusted_proxy
 from maskmail.api.urls import public_url
 from maskmail.config import Settings
 
@@ -46,8 +46,7 @@ def site_url(request: Request) -> URL:
     """The request's URL as the browser sees it: scheme and host from X-Forwarded-* when
     the peer is a trusted proxy."""
     settings: Settings = request.app.state.settings
-    peer = request.client.host if request.client else None
-    return public_url(request, trusted_peer(peer, settings))
+    return public_url(request, from_trusted_proxy(request.scope, settings))
 
 
 def is_https(request: Request) -> bool:

@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from maskmail.api.deps import Conn, CurrentOwner, WriteConn, client_host
 from maskmail.api.docs import errors_for
-from maskmail.api.proxy import trusted_peer
+from maskmail.api.forwarded import from_trusted_proxy
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import StorableStr
 from maskmail.api.urls import public_url
@@ -162,7 +162,7 @@ async def add_and_ask(request: Request, conn: AsyncConnection, user_id: int, ema
 def _verify_link(request: Request, settings: Settings, token: str) -> str:
     """The link as the owner will open it: through the trusted proxy, if any, as the
     paging links are (``api/urls.py``)."""
-    trusted = trusted_peer(request.client.host if request.client else None, settings)
+    trusted = from_trusted_proxy(request.scope, settings)
     path = request.url_for("verify_mailbox_link").path
     url = public_url(request, trusted).replace(path=path, query=urlencode({"token": token}))
     return str(url)

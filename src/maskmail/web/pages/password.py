@@ -10,6 +10,7 @@ from starlette.responses import Response
 from maskmail.api.deps import Conn
 from maskmail.core import passwords
 from maskmail.store import sessions
+from maskmail.web import throttle
 from maskmail.web.guard import change, require_viewer
 from maskmail.web.render import page
 
@@ -27,8 +28,12 @@ async def change_password(request: Request, conn: Conn) -> Response:
     viewer, form = await change(request, conn)
     current, new, again = (str(form.get(name) or "") for name in ("current", "new", "again"))
     account = await sessions.account_for_user(conn, viewer.user_id)
+    # The sign-in throttle: a stolen session must not become a way to guess the password.
+    attempt = throttle.attempt(request, account.email)
+    if await attempt.refused():
+        return page(request, "password.html", viewer, error=throttle.TOO_MANY, status=429)
     error = ""
-    if not await asyncio.to_thread(passwords.verify, account.password_hash, current):
+    if not await attempt.verify(account.password_hash, current):
         error = "The current password is wrong."
     elif new != again:
         error = "The two new passwords differ."

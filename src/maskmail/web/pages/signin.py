@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn, client_host
-from maskmail.api.ratelimit import Limiter
-from maskmail.core import passwords
+from maskmail.api.deps import Conn
 from maskmail.store import sessions
-from maskmail.web import csrf
+from maskmail.web import csrf, throttle
 from maskmail.web.guard import change, plain_text, read_form
 from maskmail.web.render import back_to, page
 from maskmail.web.sessions import LIFETIME, clear_cookie, hash_token, new_token, set_cookie
@@ -27,32 +23,18 @@ def sign_in_page(
     return page(request, "signin.html", None, email=email, error=error, status=status)
 
 
-async def _throttled(limiter: Limiter, names: list[str]) -> bool:
-    for name in names:
-        if not await limiter.strategy.test(limiter.item, name):
-            return True
-    return False
-
-
 @router.post("/sign-in")
 async def sign_in(request: Request, conn: Conn) -> Response:
     csrf.check_origin(request)
     form = await read_form(request)
     email = plain_text(form.get("email"), 320)
     password = str(form.get("password") or "")
-    # Failures count per client and per account, in the API's limiter storage (Redis
-    # when configured), so that neither many accounts nor many clients help a guesser.
-    limiter: Limiter = request.app.state.signin_limiter
-    names = [f"signin:client:{client_host(request)}", f"signin:account:{email.lower()}"]
-    if await _throttled(limiter, names):
-        return sign_in_page(
-            request, email=email, error="Too many attempts; wait a minute.", status=429
-        )
+    attempt = throttle.attempt(request, email)
+    if await attempt.refused():
+        return sign_in_page(request, email=email, error=throttle.TOO_MANY, status=429)
     account = await sessions.account_for_email(conn, email) if email else None
     stored = account.password_hash if account else None
-    if account is None or not await asyncio.to_thread(passwords.verify, stored, password):
-        for name in names:
-            await limiter.strategy.hit(limiter.item, name)
+    if not await attempt.verify(stored, password) or account is None:
         return sign_in_page(request, email=email, error=WRONG, status=401)
     token = new_token()
     await sessions.start_session(conn, account.user_id, hash_token(token), lifetime=LIFETIME)
