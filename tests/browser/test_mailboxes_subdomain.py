@@ -71,7 +71,7 @@ def test_subdomain_actions_show_in_the_api(page: Page, site: Site) -> None:
     _no_serious_violations(page)
     page.get_by_label("Subdomain", exact=True).fill("Bobs")
     page.get_by_role("button", name="Claim").click()
-    expect(page.get_by_role("alert")).to_contain_text("lower-case letters")
+    expect(page.get_by_role("alert")).to_contain_text("written in lower case")
     page.get_by_label("Subdomain", exact=True).fill("bobs")
     page.get_by_role("button", name="Claim").click()
     expect(page.locator("#subdomain")).to_have_text("bobs.relay.example.com")
