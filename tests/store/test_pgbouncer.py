@@ -1,4 +1,6 @@
-"""Through PgBouncer in transaction pooling: the URL's cache switch keeps statements working."""
+"""Through PgBouncer in transaction pooling: the URL's cache switch keeps statements working.
+
+Slow set: it runs /usr/sbin/pgbouncer, which only ``make test`` installs."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from maskmail.store.engine import create_engine
 from tests.pgbouncer import running_pgbouncer
 from tests.support import fresh_database
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 @pytest.fixture
