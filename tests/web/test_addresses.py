@@ -159,3 +159,23 @@ async def test_hostile_input_is_a_clear_answer(sign_in: SignIn, app: FastAPI) ->
             await stranger.post("/sign-in", data={"email": "a\x00@example.com", "password": "x"})
         )
     assert [a.status_code for a in answers] == [200, 200, 404, 422, 401]
+
+
+async def test_search_finds_the_full_address_on_a_subdomain(sign_in: SignIn, db: Db) -> None:
+    """The address as the owner sees and copies it, subdomain included (issue 22)."""
+    ann = await sign_in("lea@example.com")
+    await db.write(subdomains.claim, ann.user_id, "shopx", domain="relay.test")
+    plain = await db.write(store.create_address, ann.user_id, domain="relay.test", length=8)
+    on_sub = await db.write(
+        store.create_address, ann.user_id, domain="relay.test", length=8, place=Place.SUBDOMAIN
+    )
+    assert on_sub.full_address.endswith("@shopx.relay.test")
+    for query, found in (
+        (on_sub.full_address, [on_sub.id]),
+        (on_sub.full_address.upper(), [on_sub.id]),
+        ("shopx", [on_sub.id]),
+        ("@shopx.relay", [on_sub.id]),
+        (plain.full_address, [plain.id]),
+        ("@relay.test", [plain.id]),
+    ):
+        assert _ids((await ann.client.get("/", params={"q": query})).text) == found, query

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.records import RelayAddress
 from maskmail.store import address_counts
-from maskmail.store.addresses import ADDRESS_COLUMNS, record
+from maskmail.store.addresses import ADDRESS_COLUMNS, FULL_ADDRESS, record
 from maskmail.store.tables import addresses
 
 
@@ -28,9 +28,8 @@ async def search_addresses(
     text = text.strip()
     if text:
         pattern = _pattern(text)
-        full = addresses.c.address + "@" + addresses.c.domain
         where.append(
-            full.like(pattern, escape="\\")
+            func.lower(FULL_ADDRESS).like(pattern, escape="\\")
             | func.lower(addresses.c.description).like(pattern, escape="\\")
         )
     if text:

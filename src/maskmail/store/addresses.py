@@ -19,6 +19,7 @@ from sqlalchemy import (
     Select,
     Update,
     bindparam,
+    case,
     delete,
     func,
     literal_column,
@@ -48,6 +49,15 @@ from maskmail.store.tables import addresses, daily_activity, subdomains, users
 EDITABLE = frozenset({"description", "enabled", "block_spam"})
 # The columns in RelayAddress's field order, so a row converts by position (see record).
 ADDRESS_COLUMNS = tuple(addresses.c[field.name] for field in fields(RelayAddress))
+# core.addresses.full_address in SQL, for searching: a NULL or empty subdomain is none.
+FULL_ADDRESS = (
+    addresses.c.address
+    + "@"
+    + case(
+        (addresses.c.subdomain != "", addresses.c.subdomain + "." + addresses.c.domain),
+        else_=addresses.c.domain,
+    )
+)
 # Each draw from 36^8 collides with an existing address with negligible probability;
 # this many collisions in a row means something else is wrong.
 MAX_DRAWS = 20
