@@ -144,6 +144,9 @@ async def record_mailbox_bounce(
                 bounces.c.kind == dsn.Kind.HARD.value,
                 bounces.c.forgiven == False,  # noqa: E712 (SQL, not Python)
                 bounces.c.received_time > when - dsn.WINDOW,
+                # Older than the mailbox: left by a mailbox that had its id before
+                # migration 0013 made SQLite's ids unique for good.
+                bounces.c.received_time >= state.created_time,
             )
         )
         or 0

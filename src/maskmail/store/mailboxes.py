@@ -238,6 +238,8 @@ class BounceState:
     paused: bool
     # Where the owner hears of a pause: None when they have no other mailbox to hear at.
     notify: str | None
+    # Bounces received before this belong to an earlier holder of the id, not to it.
+    created_time: int
 
 
 async def lock_for_bounce(
@@ -251,7 +253,7 @@ async def lock_for_bounce(
     owner = select(addresses.c.user_id).where(addresses.c.id == address_id).scalar_subquery()
     row = (
         await conn.execute(
-            select(mailboxes.c.paused_time)
+            select(mailboxes.c.paused_time, mailboxes.c.created_time)
             .where(mailboxes.c.id == mailbox_id, mailboxes.c.user_id == owner)
             .with_for_update()
         )
@@ -269,7 +271,7 @@ async def lock_for_bounce(
         .order_by(mailboxes.c.is_default.desc(), mailboxes.c.id)
         .limit(1)
     )
-    return BounceState(row.paused_time is not None, notify)
+    return BounceState(row.paused_time is not None, notify, row.created_time)
 
 
 async def pause(conn: AsyncConnection, mailbox_id: int, when: int) -> None:
