@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from sqlalchemy import Table, delete, func, insert, select
+from sqlalchemy import Table, delete, func, insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.dsn import Bounce, Kind
@@ -162,3 +162,27 @@ async def test_bounces_from_before_a_mailbox_was_made_never_count_against_it(
         conn, bob_address, bobs.id, HARD, threshold=3, when=made + 1
     )
     assert paused is None
+
+
+async def test_every_id_comes_from_a_sequence_that_never_goes_back(
+    conn: AsyncConnection, backend: str
+) -> None:
+    """PostgreSQL: each id column takes its value from a sequence (serial); SQLite: each
+    table with an id is AUTOINCREMENT, so it keeps its largest id in sqlite_sequence."""
+    for table in SURROGATE:
+        if backend == "postgres":
+            default = await conn.scalar(
+                text(
+                    "SELECT column_default FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = :t "
+                    "AND column_name = 'id'"
+                ),
+                {"t": table.name},
+            )
+            assert str(default).startswith("nextval("), table.name
+        else:
+            create = await conn.scalar(
+                text("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = :t"),
+                {"t": table.name},
+            )
+            assert "PRIMARY KEY AUTOINCREMENT" in str(create), table.name
