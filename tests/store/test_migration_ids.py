@@ -5,11 +5,13 @@ not even one that only a bounce (``bounces.mailbox_id``) or a tombstone still ho
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import select, text
+from sqlalchemy import make_url, select, text
 
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import alembic_config, upgrade
@@ -135,5 +137,27 @@ def test_the_downgrade_keeps_every_row(tmp_path: Path) -> None:
         upgrade(url)
         command.downgrade(alembic_config(url), "0012")
         assert asyncio.run(_everything(url)) == before
+        upgrade(url)
+        assert asyncio.run(_everything(url)) == before
+
+
+def test_rows_left_pointing_at_deleted_rows_go(tmp_path: Path) -> None:
+    """A row whose parent was deleted on a connection without foreign keys (the sqlite3
+    shell's default) would have stopped the copy; it goes, as the cascade would have
+    taken it, with the rows that hang off it, and everything else stays."""
+    with fresh_database("sqlite", tmp_path) as url:
+        command.upgrade(alembic_config(url), "0012")
+        asyncio.run(_run(url, *SEED))
+        before = asyncio.run(_everything(url))
+        database = make_url(url).database
+        assert database is not None
+        with closing(sqlite3.connect(database)) as shell:
+            shell.execute("INSERT INTO daily_activity (address_id, day) VALUES (77, 1)")
+            shell.execute(
+                "INSERT INTO addresses (id, user_id, address, domain, created_time) "
+                "VALUES (8, 66, 'gone', 'relay.test', 1)"
+            )
+            shell.execute("INSERT INTO daily_activity (address_id, day) VALUES (8, 1)")
+            shell.commit()
         upgrade(url)
         assert asyncio.run(_everything(url)) == before

@@ -11,7 +11,9 @@ SQLite cannot change a column's key, so each table with a surrogate id is made a
 its own CREATE statement, rows, indexes and triggers kept. Foreign keys are on and cannot
 be turned off inside the migration's transaction, and dropping a table deletes the rows
 that refer to it: the rows are copied aside, the tables that refer to these are made
-anew too (unchanged), and every table is dropped after the tables that refer to it. Each
+anew too (unchanged), and every table is dropped after the tables that refer to it. A
+row copied back whose parent row is gone (left by a connection without foreign keys)
+stays out, as the cascade would have taken it. Each
 sequence starts above every id still held anywhere (``bounces.mailbox_id``) and, for
 addresses, at least at the number of tombstones, which bounds every address id ever
 handed out (each address wrote one when it was made).
@@ -25,6 +27,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from alembic import op
+from sqlalchemy.engine import Connection
 
 revision: str = "0013"
 down_revision: str | None = "0012"
@@ -54,14 +57,37 @@ AUTOINCREMENT_ID = "id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT,"
 
 
 def _to_autoincrement(name: str, create: str) -> str:
-    create = PLAIN_ID.sub(f"(\n\t{AUTOINCREMENT_ID}", create, count=1)
-    return re.sub(rf",\s*CONSTRAINT pk_{name} PRIMARY KEY \(id\)", "", create)
+    made, found = PLAIN_ID.subn(f"(\n\t{AUTOINCREMENT_ID}", create, count=1)
+    made, keys = re.subn(rf",\s*CONSTRAINT pk_{name} PRIMARY KEY \(id\)", "", made)
+    return _checked(name, made, found + keys == 2)
 
 
 def _to_plain(name: str, create: str) -> str:
-    create = create.replace(AUTOINCREMENT_ID, "id INTEGER NOT NULL,", 1)
-    body = create.rstrip().removesuffix(")").rstrip()
-    return f"{body}, \n\tCONSTRAINT pk_{name} PRIMARY KEY (id)\n)"
+    made = create.replace(AUTOINCREMENT_ID, "id INTEGER NOT NULL,", 1)
+    body = made.rstrip().removesuffix(")").rstrip()
+    return _checked(name, f"{body}, \n\tCONSTRAINT pk_{name} PRIMARY KEY (id)\n)", made != create)
+
+
+def _checked(name: str, create: str, changed: bool) -> str:
+    """Refuse, rather than rebuild a table unchanged, one not made by these migrations."""
+    if not changed:
+        raise RuntimeError(f"table {name} is not as maskmail's migrations made it")
+    return create
+
+
+def _kept_rows(bind: Connection, name: str) -> str:
+    """The copied rows of ``name`` whose parent rows came back: a row left pointing at a
+    deleted row (foreign keys were off on some connection) goes, as the cascade would
+    have taken it."""
+    wheres = [
+        f"(kept.{column} IS NULL OR EXISTS "  # noqa: S608
+        f"(SELECT 1 FROM {parent} p WHERE p.{key} = kept.{column}))"
+        for _, _, parent, column, key, *_ in bind.exec_driver_sql(
+            f"PRAGMA foreign_key_list('{name}')"
+        )
+    ]
+    where = " AND ".join(wheres) or "1"
+    return f"INSERT INTO {name} SELECT * FROM kept_{name} AS kept WHERE {where}"  # noqa: S608
 
 
 def _rebuild_sqlite(edit: Callable[[str, str], str]) -> None:
@@ -101,7 +127,7 @@ def _rebuild_sqlite(edit: Callable[[str, str], str]) -> None:
         op.execute(f"DROP TABLE {name}")
     for name in tables:
         op.execute(edit(name, creates[name]) if name in REBUILT else creates[name])
-        op.execute(f"INSERT INTO {name} SELECT * FROM kept_{name}")  # noqa: S608
+        op.execute(_kept_rows(bind, name))
         op.execute(f"DROP TABLE kept_{name}")
     for statement in recreated:
         op.execute(statement)
