@@ -13,10 +13,10 @@ be turned off inside the migration's transaction, and dropping a table deletes t
 that refer to it: the rows are copied aside, the tables that refer to these are made
 anew too (unchanged), and every table is dropped after the tables that refer to it. A
 row copied back whose parent row is gone (left by a connection without foreign keys)
-stays out, as the cascade would have taken it. Each
-sequence starts above every id still held anywhere (``bounces.mailbox_id``) and, for
-addresses, at least at the number of tombstones, which bounds every address id ever
-handed out (each address wrote one when it was made).
+stays out, as the cascade would have taken it. Each sequence starts above every id
+still held anywhere (``bounces.mailbox_id``) and, for addresses, at least at the number
+of tombstones, which bounds every address id ever handed out (each address wrote one
+when it was made).
 
 Revision ID: 0013
 Revises: 0012
