@@ -186,3 +186,22 @@ async def test_every_id_comes_from_a_sequence_that_never_goes_back(
                 {"t": table.name},
             )
             assert "PRIMARY KEY AUTOINCREMENT" in str(create), table.name
+
+
+async def test_a_bounce_for_a_deleted_mailbox_counts_against_nothing(
+    conn: AsyncConnection,
+) -> None:
+    """It came back to a bounce address signed for a mailbox that is gone: it is listed
+    under its address, but neither the address nor any mailbox gets nearer a pause."""
+    ann, ann_address = await new_address(conn)
+    anns = await mailboxes.add_mailbox(conn, ann, "ann@elsewhere.example", new_proof(), limit=5)
+    await mailboxes.delete_mailbox(conn, ann, anns.id)
+    when = now()
+    gone = await store.record_mailbox_bounce(
+        conn, ann_address, anns.id, HARD, threshold=1, when=when
+    )
+    assert gone is None
+    recorded = await store.record_bounce(conn, ann_address, HARD, threshold=2, when=when)
+    assert (recorded.hard_bounces, recorded.paused) == (1, False)
+    report = await store.bounce_report(conn, ann, ann_address, now=when)
+    assert len(report.latest) == 2

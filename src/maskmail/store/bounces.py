@@ -121,7 +121,8 @@ async def record_mailbox_bounce(
 ) -> MailboxPaused | None:
     """Record a bounce of one copy against its mailbox, and pause the mailbox at the
     threshold; the pause, if this bounce made it. The mailbox row is locked first, as
-    ``record_bounce`` locks the address."""
+    ``record_bounce`` locks the address. A bounce for a mailbox that is gone is listed
+    under the address, forgiven: it counts against neither."""
     state = await mailboxes.lock_for_bounce(conn, address_id, mailbox_id)
     await conn.execute(
         insert(bounces).values(
@@ -130,7 +131,7 @@ async def record_mailbox_bounce(
             received_time=when,
             kind=bounce.kind.value,
             status=bounce.status[:16],
-            forgiven=False,
+            forgiven=state is None,
         )
     )
     if state is None:  # the mailbox is gone: nothing left to pause
