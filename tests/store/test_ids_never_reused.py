@@ -7,13 +7,15 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from sqlalchemy import Table, delete, func, insert, select, text
+from sqlalchemy import Table, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.dsn import Bounce, Kind
+from maskmail.core.errors import AddressNotFound
 from maskmail.core.mailboxes import new_proof
 from maskmail.store import bounces as store
 from maskmail.store import mailboxes, tables
+from maskmail.store.addresses import get_address
 from maskmail.store.clock import now
 from maskmail.store.tables import (
     addresses,
@@ -205,3 +207,41 @@ async def test_a_bounce_for_a_deleted_mailbox_counts_against_nothing(
     assert (recorded.hard_bounces, recorded.paused) == (1, False)
     report = await store.bounce_report(conn, ann, ann_address, now=when)
     assert len(report.latest) == 2
+
+
+async def test_a_bounce_signed_before_its_row_was_made_is_not_its(conn: AsyncConnection) -> None:
+    """A bounce address names its address (and mailbox) by id and the day it was signed:
+    a row made after that day holds the id of one gone before (a database that reused
+    ids before migration 0013), so the bounce counts against neither."""
+    ann, ann_address = await new_address(conn)
+    made = (await get_address(conn, ann, ann_address)).created_time
+    when = now()
+    assert await store.address_exists(conn, ann_address, made_before=made + 1)
+    assert not await store.address_exists(conn, ann_address, made_before=made)
+    with pytest.raises(AddressNotFound):
+        await store.record_bounce(conn, ann_address, HARD, threshold=1, when=when, made_before=made)
+    with pytest.raises(AddressNotFound):
+        await store.record_mailbox_bounce(
+            conn, ann_address, 1, HARD, threshold=1, when=when, made_before=made
+        )
+    anns = await mailboxes.add_mailbox(conn, ann, "ann@elsewhere.example", new_proof(), limit=5)
+    # Made a day after the address, in the id of a mailbox that was gone.
+    box_made = made + 86_400
+    await conn.execute(
+        update(tables.mailboxes)
+        .where(tables.mailboxes.c.id == anns.id)
+        .values(created_time=box_made)
+    )
+    for _ in range(2):
+        paused = await store.record_mailbox_bounce(
+            conn, ann_address, anns.id, HARD, threshold=1, when=when, made_before=box_made
+        )
+        assert paused is None
+    recorded = await store.record_bounce(
+        conn, ann_address, HARD, threshold=3, when=when, made_before=box_made
+    )
+    assert (recorded.hard_bounces, recorded.paused) == (1, False)
+    paused = await store.record_mailbox_bounce(
+        conn, ann_address, anns.id, HARD, threshold=1, when=box_made, made_before=box_made + 1
+    )
+    assert paused is not None

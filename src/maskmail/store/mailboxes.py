@@ -243,9 +243,10 @@ class BounceState:
 
 
 async def lock_for_bounce(
-    conn: AsyncConnection, address_id: int, mailbox_id: int
+    conn: AsyncConnection, address_id: int, mailbox_id: int, made_before: int
 ) -> BounceState | None:
-    """The mailbox of the address's owner, locked; None when it is gone.
+    """The mailbox of the address's owner, locked; None when it is gone, or was made
+    after ``made_before`` (it then holds the id of a mailbox that was gone).
 
     The owner hears of a pause at their default mailbox, unless that is the bouncing one
     or paused itself: then at their oldest other verified mailbox that is not paused, if
@@ -254,7 +255,11 @@ async def lock_for_bounce(
     row = (
         await conn.execute(
             select(mailboxes.c.paused_time, mailboxes.c.created_time)
-            .where(mailboxes.c.id == mailbox_id, mailboxes.c.user_id == owner)
+            .where(
+                mailboxes.c.id == mailbox_id,
+                mailboxes.c.user_id == owner,
+                mailboxes.c.created_time < made_before,
+            )
             .with_for_update()
         )
     ).first()
