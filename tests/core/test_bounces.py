@@ -46,3 +46,11 @@ def test_a_copys_bounce_address_names_its_mailbox() -> None:
     assert bounced(local_of(bounce_address(42, NOW, SECRET, "relay.test")), NOW, SECRET) == (
         BounceOf(42, None)
     )
+
+
+def test_a_bounce_tells_the_end_of_the_day_it_was_signed() -> None:
+    """What it names was made before then; a row made later only took a gone row's id."""
+    found = bounced(local_of(bounce_address(42, NOW, SECRET, "relay.test", 7)), NOW + DAY, SECRET)
+    assert found is not None
+    assert found.made_before == (NOW // DAY + 1) * DAY
+    assert NOW < found.made_before <= NOW + DAY

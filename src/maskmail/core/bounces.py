@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 PREFIX = "bounce"
 SIGNATURE_HEX = 16  # 64 bits: guessing one takes 2^63 tries on average
@@ -22,6 +22,14 @@ class BounceOf:
 
     address_id: int
     mailbox_id: int | None = None
+    # The day (since the epoch) the address was signed: a row made after that day has
+    # the id of one that was gone before, and the bounce is not its.
+    day: int = field(default=0, compare=False)
+
+    @property
+    def made_before(self) -> int:
+        """The time before which the address and mailbox it names were made."""
+        return (self.day + 1) * DAY
 
     @property
     def tag(self) -> str:
@@ -63,7 +71,7 @@ def bounced(local: str, now: int, secret: bytes, max_age_days: int = 7) -> Bounc
         return None
     if not 0 <= now // DAY - day <= max_age_days:
         return None
-    found = BounceOf(address_id, mailbox_id)
+    found = BounceOf(address_id, mailbox_id, day)
     if not hmac.compare_digest(signature, _signature(found.tag, day, secret)):
         return None
     return found

@@ -43,18 +43,14 @@ def _bounced(ctx: MailContext, mailbox: Mailbox) -> bounces.BounceOf:
     return found
 
 
-def _address_id(ctx: MailContext, mailbox: Mailbox) -> int:
-    return _bounced(ctx, mailbox).address_id
-
-
 async def bounce_recipient(ctx: MailContext, mailbox: Mailbox) -> int:
     """The relay address a bounce recipient stands for; RelayDenied (550 5.7.1) for a bad
     or expired signature, AddressNotFound when the relay address is gone."""
-    address_id = _address_id(ctx, mailbox)
+    found = _bounced(ctx, mailbox)
     async with transaction(ctx.engine, readonly=True) as conn:
-        if not await store.address_exists(conn, address_id):
+        if not await store.address_exists(conn, found.address_id, made_before=found.made_before):
             raise AddressNotFound("no such address")
-    return address_id
+    return found.address_id
 
 
 async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
@@ -65,7 +61,7 @@ async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
     # Detectors scan the whole message; a large one must not stall other sessions.
     bounce = await asyncio.to_thread(read_bounce, raw)
     if found.mailbox_id is not None:
-        await _mailbox_bounce(ctx, address_id, found.mailbox_id, bounce)
+        await _mailbox_bounce(ctx, found, found.mailbox_id, bounce)
         return replies.ACCEPTED
     async with transaction(ctx.engine) as conn:
         recorded = await store.record_bounce(
@@ -74,6 +70,7 @@ async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
             bounce,
             threshold=ctx.bounce_pause_threshold,
             when=int(ctx.clock().timestamp()),
+            made_before=found.made_before,
         )
     log.info(
         "%s bounce (%s) for address %d; %d hard in 24h",
@@ -88,7 +85,7 @@ async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
 
 
 async def _mailbox_bounce(
-    ctx: MailContext, address_id: int, mailbox_id: int, bounce: Bounce
+    ctx: MailContext, found: bounces.BounceOf, mailbox_id: int, bounce: Bounce
 ) -> None:
     """A copy to one of several mailboxes came back: it counts against that mailbox, and
     at the threshold forwarding to it stops and the owner hears of it at another of their
@@ -97,7 +94,13 @@ async def _mailbox_bounce(
     when = int(ctx.clock().timestamp())
     async with transaction(ctx.engine) as conn:
         paused = await store.record_mailbox_bounce(
-            conn, address_id, mailbox_id, bounce, threshold=ctx.bounce_pause_threshold, when=when
+            conn,
+            found.address_id,
+            mailbox_id,
+            bounce,
+            threshold=ctx.bounce_pause_threshold,
+            when=when,
+            made_before=found.made_before,
         )
     log.info("%s bounce (%s) for mailbox %d", bounce.kind, bounce.status, mailbox_id)
     if paused is None:

@@ -16,8 +16,13 @@ from maskmail.store.tables import addresses, bounces
 LISTED = 50
 
 _by_id = addresses.c.id == bindparam("address_id")
-_LOCK = select(addresses.c.paused_time).where(_by_id).with_for_update()
-_EXISTS = select(addresses.c.id).where(_by_id)
+# A bounce names its address by id and the day it was signed: an address made after that
+# day holds the id of one that was gone (before migration 0013, SQLite handed ids out
+# again), and the bounce is not its.
+_made_before = addresses.c.created_time < bindparam("made_before")
+ANY_TIME = 2**62
+_LOCK = select(addresses.c.paused_time).where(_by_id, _made_before).with_for_update()
+_EXISTS = select(addresses.c.id).where(_by_id, _made_before)
 _HARD_RECENT = (
     select(func.count())
     .select_from(bounces)
@@ -60,12 +65,21 @@ class BounceReport:
     latest: Sequence[BounceRow]
 
 
-async def address_exists(conn: AsyncConnection, address_id: int) -> bool:
-    return await conn.scalar(_EXISTS, {"address_id": address_id}) is not None
+async def address_exists(
+    conn: AsyncConnection, address_id: int, *, made_before: int = ANY_TIME
+) -> bool:
+    found = await conn.scalar(_EXISTS, {"address_id": address_id, "made_before": made_before})
+    return found is not None
 
 
 async def record_bounce(
-    conn: AsyncConnection, address_id: int, bounce: dsn.Bounce, *, threshold: int, when: int
+    conn: AsyncConnection,
+    address_id: int,
+    bounce: dsn.Bounce,
+    *,
+    threshold: int,
+    when: int,
+    made_before: int = ANY_TIME,
 ) -> Recorded:
     """Record a bounce and pause the address when it reaches the threshold.
 
@@ -73,7 +87,8 @@ async def record_bounce(
     already serialises writers), so that concurrent bounces count one after another:
     none of them can miss the threshold, and only one of them pauses.
     """
-    locked = (await conn.execute(_LOCK, {"address_id": address_id})).first()
+    params = {"address_id": address_id, "made_before": made_before}
+    locked = (await conn.execute(_LOCK, params)).first()
     if locked is None:
         raise AddressNotFound("no such address")
     await conn.execute(
@@ -118,11 +133,16 @@ async def record_mailbox_bounce(
     *,
     threshold: int,
     when: int,
+    made_before: int = ANY_TIME,
 ) -> MailboxPaused | None:
     """Record a bounce of one copy against its mailbox, and pause the mailbox at the
     threshold; the pause, if this bounce made it. The mailbox row is locked first, as
-    ``record_bounce`` locks the address."""
-    state = await mailboxes.lock_for_bounce(conn, address_id, mailbox_id)
+    ``record_bounce`` locks the address. A bounce for a mailbox that is gone is listed
+    under the address, forgiven: it counts against neither. AddressNotFound when the
+    address is gone."""
+    if not await address_exists(conn, address_id, made_before=made_before):
+        raise AddressNotFound("no such address")
+    state = await mailboxes.lock_for_bounce(conn, address_id, mailbox_id, made_before)
     await conn.execute(
         insert(bounces).values(
             address_id=address_id,
@@ -130,7 +150,7 @@ async def record_mailbox_bounce(
             received_time=when,
             kind=bounce.kind.value,
             status=bounce.status[:16],
-            forgiven=False,
+            forgiven=state is None,
         )
     )
     if state is None:  # the mailbox is gone: nothing left to pause
@@ -144,6 +164,9 @@ async def record_mailbox_bounce(
                 bounces.c.kind == dsn.Kind.HARD.value,
                 bounces.c.forgiven == False,  # noqa: E712 (SQL, not Python)
                 bounces.c.received_time > when - dsn.WINDOW,
+                # Older than the mailbox: left by a mailbox that had its id before
+                # migration 0013 made SQLite's ids unique for good.
+                bounces.c.received_time >= state.created_time,
             )
         )
         or 0

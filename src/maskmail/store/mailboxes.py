@@ -238,12 +238,15 @@ class BounceState:
     paused: bool
     # Where the owner hears of a pause: None when they have no other mailbox to hear at.
     notify: str | None
+    # Bounces received before this belong to an earlier holder of the id, not to it.
+    created_time: int
 
 
 async def lock_for_bounce(
-    conn: AsyncConnection, address_id: int, mailbox_id: int
+    conn: AsyncConnection, address_id: int, mailbox_id: int, made_before: int
 ) -> BounceState | None:
-    """The mailbox of the address's owner, locked; None when it is gone.
+    """The mailbox of the address's owner, locked; None when it is gone, or was made
+    after ``made_before`` (it then holds the id of a mailbox that was gone).
 
     The owner hears of a pause at their default mailbox, unless that is the bouncing one
     or paused itself: then at their oldest other verified mailbox that is not paused, if
@@ -251,8 +254,12 @@ async def lock_for_bounce(
     owner = select(addresses.c.user_id).where(addresses.c.id == address_id).scalar_subquery()
     row = (
         await conn.execute(
-            select(mailboxes.c.paused_time)
-            .where(mailboxes.c.id == mailbox_id, mailboxes.c.user_id == owner)
+            select(mailboxes.c.paused_time, mailboxes.c.created_time)
+            .where(
+                mailboxes.c.id == mailbox_id,
+                mailboxes.c.user_id == owner,
+                mailboxes.c.created_time < made_before,
+            )
             .with_for_update()
         )
     ).first()
@@ -269,7 +276,7 @@ async def lock_for_bounce(
         .order_by(mailboxes.c.is_default.desc(), mailboxes.c.id)
         .limit(1)
     )
-    return BounceState(row.paused_time is not None, notify)
+    return BounceState(row.paused_time is not None, notify, row.created_time)
 
 
 async def pause(conn: AsyncConnection, mailbox_id: int, when: int) -> None:

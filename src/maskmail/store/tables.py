@@ -21,6 +21,8 @@ from sqlalchemy import (
 )
 
 # SQLite only makes INTEGER PRIMARY KEY an alias of the rowid; BIGINT would break autoincrement.
+# Tables with such an id set ``sqlite_autoincrement``: SQLite then never hands out a deleted
+# row's id again (migration 0013), as PostgreSQL's sequences never do.
 IdType = BigInteger().with_variant(Integer(), "sqlite")
 
 metadata = MetaData(
@@ -46,6 +48,7 @@ users = Table(
     Column("password_hash", String(255), nullable=True),
     # New addresses are made on the user's relay subdomain (Locker's use_relay_subdomain).
     Column("use_relay_subdomain", Boolean, nullable=False, server_default=false()),
+    sqlite_autoincrement=True,
 )
 
 api_keys = Table(
@@ -60,6 +63,7 @@ api_keys = Table(
     Column("last_used_time", BigInteger, nullable=True),
     # The key's first characters, shown to tell keys apart (null: made before 0006).
     Column("key_prefix", String(16), nullable=True),
+    sqlite_autoincrement=True,
 )
 
 addresses = Table(
@@ -84,6 +88,7 @@ addresses = Table(
     Column("paused_time", BigInteger, nullable=True),
     # Listing walks one owner's rows in id order; this index serves it, page by page.
     Index(None, "user_id", "id"),
+    sqlite_autoincrement=True,
 )
 
 # A local part is unique per host: at the domain (no subdomain, as '') or a subdomain.
@@ -111,6 +116,7 @@ subdomains = Table(
     Column("subdomain", String(63), nullable=False, unique=True),
     Column("catch_all", Boolean, nullable=False, server_default=true()),
     Column("created_time", BigInteger, nullable=False),
+    sqlite_autoincrement=True,
 )
 
 # The names each user took for a subdomain (claims and renames), by time only: the rate
@@ -161,6 +167,7 @@ custom_domains = Table(
     # Set when the owner was told that records went away; cleared once all pass again.
     Column("warned_time", BigInteger, nullable=True),
     Index(None, "user_id"),
+    sqlite_autoincrement=True,
 )
 
 # One row for every address ever handed out, kept after deletion, so none is reused.
@@ -183,6 +190,7 @@ reverse_aliases = Table(
     Column("domain", String(255), nullable=False),
     Column("created_time", BigInteger, nullable=False),
     UniqueConstraint("address_id", "sender"),
+    sqlite_autoincrement=True,
 )
 
 # Delivery status notifications that came back to a relay address's signed bounce address.
@@ -202,6 +210,7 @@ bounces = Table(
     # The threshold counts one address's recent bounces; the listing reads its latest.
     Index(None, "address_id", "received_time"),
     Index(None, "mailbox_id", "received_time"),
+    sqlite_autoincrement=True,
 )
 
 # The real mailboxes a user reads mail in. Mailbox one is the address given to
@@ -224,6 +233,7 @@ mailboxes = Table(
     Column("failed_codes", Integer, nullable=False, server_default="0"),
     Column("paused_time", BigInteger, nullable=True),
     UniqueConstraint("user_id", "email_key"),
+    sqlite_autoincrement=True,
 )
 
 # The mailboxes an address forwards to; none means the owner's default mailbox, so
@@ -271,6 +281,7 @@ web_sessions = Table(
     Column("created_time", BigInteger, nullable=False),
     Column("expires_time", BigInteger, nullable=False),
     Index(None, "user_id"),
+    sqlite_autoincrement=True,
 )
 
 # The four counters per address and UTC day (days since the epoch), moved in the same

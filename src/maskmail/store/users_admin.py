@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, Table, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
@@ -15,18 +15,11 @@ from maskmail.store import subdomains as relay_subdomains
 from maskmail.store.accounts import user_id_for_email
 from maskmail.store.addresses import list_addresses
 from maskmail.store.tables import (
-    address_mailboxes,
     addresses,
     api_keys,
-    bounces,
-    daily_activity,
+    metadata,
     reverse_aliases,
-    subdomains,
     users,
-    web_sessions,
-)
-from maskmail.store.tables import (
-    mailboxes as mailbox_rows,
 )
 
 
@@ -120,9 +113,11 @@ async def export_user(conn: AsyncConnection, email: str) -> dict[str, Any]:
 
 
 async def delete_user(conn: AsyncConnection, email: str) -> int:
-    """Remove the user, their keys, dashboard sessions, mailboxes, subdomain, addresses
-    with their contacts, bounces and daily counts; return how many addresses went. Every
-    address (and the subdomain's name) keeps its tombstone, so none is handed out again."""
+    """Remove the user and every row that is theirs, in every table that leads to them
+    through foreign keys (keys, sessions, mailboxes and their keys, subdomain, domains,
+    addresses with their contacts, bounces, daily counts and marks); return how many
+    addresses went. Every address (and the subdomain's name) keeps its tombstone, so none
+    is handed out again."""
     user_id = await user_id_for_email(conn, email)
     owned = (
         await conn.execute(
@@ -132,19 +127,28 @@ async def delete_user(conn: AsyncConnection, email: str) -> int:
         )
     ).all()
     await tombstones.keep(conn, (rules.tombstone(rules.full_address(*row)) for row in owned))
-    # Deleted in order, rather than left to ON DELETE CASCADE, so that the outcome does
-    # not rest on a connection's foreign-key setting.
-    theirs = select(addresses.c.id).where(addresses.c.user_id == user_id).scalar_subquery()
-    await conn.execute(delete(bounces).where(bounces.c.address_id.in_(theirs)))
-    await conn.execute(delete(reverse_aliases).where(reverse_aliases.c.address_id.in_(theirs)))
-    await conn.execute(delete(daily_activity).where(daily_activity.c.address_id.in_(theirs)))
-    await conn.execute(delete(address_mailboxes).where(address_mailboxes.c.address_id.in_(theirs)))
-    await conn.execute(delete(addresses).where(addresses.c.user_id == user_id))
-    await conn.execute(delete(mailbox_rows).where(mailbox_rows.c.user_id == user_id))
-    await conn.execute(delete(subdomains).where(subdomains.c.user_id == user_id))
-    await conn.execute(delete(api_keys).where(api_keys.c.user_id == user_id))
-    await conn.execute(delete(web_sessions).where(web_sessions.c.user_id == user_id))
+    # Deleted children first, rather than left to ON DELETE CASCADE, so that the outcome
+    # does not rest on a connection's foreign-key setting; users, the root, comes last.
+    for table in reversed(metadata.sorted_tables):
+        theirs = _theirs(table, user_id)
+        if theirs is not None and table is not users:
+            await conn.execute(delete(table).where(theirs))
     result = await conn.execute(delete(users).where(users.c.id == user_id))
     if result.rowcount != 1:
         raise UserNotFound(f"no such user: {email}")
     return len(owned)
+
+
+def _theirs(table: Table, user_id: int) -> ColumnElement[bool] | None:
+    """The rows of ``table`` that lead to the user through its foreign keys; None when
+    no row of it can."""
+    if table is users:
+        return users.c.id == user_id
+    ways = []
+    for fk in table.foreign_keys:
+        parent = fk.column.table
+        if parent is users:
+            ways.append(fk.parent == user_id)
+        elif isinstance(parent, Table) and (through := _theirs(parent, user_id)) is not None:
+            ways.append(fk.parent.in_(select(fk.column).where(through)))
+    return or_(*ways) if ways else None
