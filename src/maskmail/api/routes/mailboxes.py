@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import HTMLResponse, Response
 
 from maskmail.api.deps import Conn, CurrentOwner, client_host
-from maskmail.api.docs import errors_for
+from maskmail.api.docs import errors_for, page_errors_for
 from maskmail.api.forwarded import from_trusted_proxy
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import StorableStr
@@ -31,6 +31,9 @@ from maskmail.store.mailbox_keys import MailboxKey
 from maskmail.store.mailboxes import Mailbox
 
 router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
+
+# The link's page and its button: whoever reads the mailbox has the token, not a key.
+NO_KEY: dict[str, object] = {"security": []}
 
 MailboxId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The mailbox's id.")]
 
@@ -175,7 +178,8 @@ def _verify_link(request: Request, settings: Settings, token: str) -> str:
     "/mailboxes/verify",
     response_class=HTMLResponse,
     # 422: no token, or one longer than any this server makes.
-    responses={200: {"content": {"text/html": {}}}, **errors_for(422, 429, 503)},
+    responses={200: {"content": {"text/html": {}}}, **page_errors_for(422, 429, 503)},
+    openapi_extra=NO_KEY,
     summary="The page the mailed link opens: a button that verifies (no key needed)",
     description="Opening the link changes nothing, so that a mail scanner that follows "
     "links does not verify the mailbox; the page's button posts the token.",
@@ -191,7 +195,8 @@ async def show_verify_page(
 @router.post(
     "/mailboxes/verify",
     response_class=HTMLResponse,
-    responses={200: {"content": {"text/html": {}}}, **errors_for(404, 422, 429, 503)},
+    responses={200: {"content": {"text/html": {}}}, **page_errors_for(404, 422, 429, 503)},
+    openapi_extra=NO_KEY,
     summary="Verify a mailbox by the token of the mailed link (no key needed)",
     description="What the link's page's button posts, to the link's own address; a used, "
     "expired or unknown token is a 404.",
