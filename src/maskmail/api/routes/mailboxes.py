@@ -238,7 +238,8 @@ def _page(body: str) -> Response:
     response_model=MailboxOut,
     responses=errors_for(401, 404, 422, 429, 503),
     summary="Verify a mailbox by the code mailed to it",
-    description="Each attempt on one mailbox counts: more than five an hour answer 429.",
+    description="Each attempt counts, per mailbox address (deleting and adding it again "
+    "included): more than five an hour answer 429.",
 )
 async def verify_mailbox_code(
     mailbox_id: MailboxId, body: CodeRequest, owner: CurrentOwner, conn: Conn, request: Request
