@@ -47,6 +47,11 @@ class Settings(BaseSettings):
     smarthost: str = ""
     max_addresses_per_user: int = Field(default=0, ge=0)
     max_mailboxes_per_user: int = Field(default=10, ge=1)
+    # Verification messages (docs/api.md) one user may have sent in any 24 hours: to one
+    # address, and to all addresses together; past either, adding a mailbox is a 429.
+    # 0: no limit.
+    mailbox_verify_per_address: int = Field(default=3, ge=0)
+    mailbox_verify_per_user: int = Field(default=20, ge=0)
     # Addresses one owner's catch-all may make on first mail (docs/mail.md): per hour,
     # and kept at once; past either, mail to a new name is deferred. 0: no limit.
     first_mail_per_hour: int = Field(default=100, ge=0)

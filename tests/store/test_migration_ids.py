@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import make_url, select, text
+from sqlalchemy import inspect, make_url, select, text
 
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import alembic_config, upgrade
@@ -76,16 +76,28 @@ async def _run(url: str, *statements: str) -> None:
 
 
 async def _everything(url: str) -> dict[str, list[tuple[object, ...]]]:
-    """Every row of every table but the version, in a stable order."""
+    """Every row of every table but the version, in a stable order: the tables the
+    database has at its revision (later migrations add more)."""
     engine = create_engine(url, pool_size=1)
     try:
         async with engine.connect() as conn:
+            present = set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
             return {
                 t.name: sorted((tuple(r) for r in await conn.execute(select(t))), key=repr)
                 for t in metadata.sorted_tables
+                if t.name in present
             }
     finally:
         await engine.dispose()
+
+
+def _kept(url: str, before: dict[str, list[tuple[object, ...]]]) -> bool:
+    """Every table that was there holds the same rows; tables added since are empty."""
+    after = asyncio.run(_everything(url))
+    added = set(after) - set(before)
+    return {name: after[name] for name in before} == before and not any(
+        after[name] for name in added
+    )
 
 
 async def _add_after_deletes(url: str) -> tuple[int, int, int]:
@@ -121,7 +133,7 @@ def test_every_row_is_kept_and_no_id_comes_back(backend: str, tmp_path: Path) ->
         before = asyncio.run(_everything(url))
         assert all(before.values()), [name for name, rows in before.items() if not rows]
         upgrade(url)
-        assert asyncio.run(_everything(url)) == before
+        assert _kept(url, before)
         address, mailbox, ann_count = asyncio.run(_add_after_deletes(url))
         # Above the nine addresses the tombstones tell of, and the mailbox a bounce holds.
         assert (address, mailbox) == (10, 5)
@@ -138,7 +150,7 @@ def test_the_downgrade_keeps_every_row(tmp_path: Path) -> None:
         command.downgrade(alembic_config(url), "0012")
         assert asyncio.run(_everything(url)) == before
         upgrade(url)
-        assert asyncio.run(_everything(url)) == before
+        assert _kept(url, before)
 
 
 def test_rows_left_pointing_at_deleted_rows_go(tmp_path: Path) -> None:
@@ -160,4 +172,4 @@ def test_rows_left_pointing_at_deleted_rows_go(tmp_path: Path) -> None:
             shell.execute("INSERT INTO daily_activity (address_id, day) VALUES (8, 1)")
             shell.commit()
         upgrade(url)
-        assert asyncio.run(_everything(url)) == before
+        assert _kept(url, before)

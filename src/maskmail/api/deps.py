@@ -33,12 +33,6 @@ async def get_conn(request: Request) -> AsyncIterator[AsyncConnection]:
         yield conn
 
 
-async def get_write_conn(request: Request) -> AsyncIterator[AsyncConnection]:
-    """A writing transaction for the one GET that writes: a mailbox's verification link."""
-    async with transaction(request.app.state.engine) as conn:
-        yield conn
-
-
 def client_host(request: Request) -> str:
     """The client's address, through a trusted proxy if there is one (api/forwarded.py)."""
     settings: Settings = request.app.state.settings
@@ -77,7 +71,6 @@ async def get_raw_key_hash(request: Request) -> str:
 KeyHash = Annotated[str, Depends(get_key_hash)]
 RawKeyHash = Annotated[str, Depends(get_raw_key_hash)]
 Conn = Annotated[AsyncConnection, Depends(get_conn, scope="function")]
-WriteConn = Annotated[AsyncConnection, Depends(get_write_conn, scope="function")]
 
 
 async def refuse_unknown_key(request: Request) -> NoReturn:

@@ -42,6 +42,17 @@ def errors_for(
     }
 
 
+def page_errors_for(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """``errors_for`` for a route that answers a page: its errors are the same JSON problems
+    (a ``model`` would be filed under the page's media type). The other routes put
+    ``Error`` in the schema's components."""
+    problem = {"application/json": {"schema": {"$ref": f"#/components/schemas/{Error.__name__}"}}}
+    return {
+        status: {"description": DESCRIPTIONS[status], "content": problem}
+        for status in (*statuses, 500)
+    }
+
+
 SchemaPatch = Callable[[dict[str, Any]], None]
 
 ADDRESSES = "/v3/relay/addresses"

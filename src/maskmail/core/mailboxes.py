@@ -12,6 +12,7 @@ from email.utils import formatdate, make_msgid
 from maskmail.core.addresses import normalize_mailbox
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.pgp import DeliveryKey
+from maskmail.core.windows import check_day
 
 # How long the link and the code stay good.
 VERIFY_SECONDS = 24 * 60 * 60
@@ -40,6 +41,43 @@ def new_proof() -> Proof:
 
 def digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class MailLimits:
+    """Verification messages one user may have sent in any day: to one address, and to
+    all together (0: no limit)."""
+
+    per_address: int
+    per_user: int
+
+
+def address_key(email: str) -> str:
+    """What the limits know an address by once its mailbox is gone: the SHA-256 of the
+    address, lower-cased (domains and, in practice, local parts ignore case)."""
+    return digest(email.lower())
+
+
+def check_mail_rate(
+    sent: Sequence[tuple[str, int]], key: str, limits: MailLimits, now: int
+) -> None:
+    """RateLimited when one more verification message to the address ``key`` would pass
+    a limit; ``sent`` are the user's messages of the day, (address key, time), oldest
+    first. Only the user's own messages count, so that the answer tells nothing of
+    other accounts."""
+    to_it = [t for k, t in sent if k == key]
+    check_day(
+        to_it,
+        limits.per_address,
+        now,
+        f"this mailbox was sent {limits.per_address} verification messages in a day",
+    )
+    check_day(
+        [t for _, t in sent],
+        limits.per_user,
+        now,
+        f"this account sent {limits.per_user} verification messages in a day",
+    )
 
 
 def new_mailbox(email: str, relay_domains: Iterable[str]) -> str:

@@ -8,7 +8,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from maskmail.core.addresses import is_blocked, tombstone
-from maskmail.core.errors import InvalidAddress, RateLimited
+from maskmail.core.errors import InvalidAddress
+from maskmail.core.windows import DAY, check_day
 
 MIN_LENGTH = 3
 MAX_LENGTH = 63
@@ -28,7 +29,7 @@ INFRASTRUCTURE: frozenset[str] = frozenset(
 # The same names numbered, as services number their hosts: mx1, ns2, smtp-3, mail01.
 _NUMBERED = re.compile(r"(?P<base>[a-z][a-z0-9-]*?)-?[0-9]+")
 # A day: the window of ``names_per_day``.
-NAME_WINDOW = 86_400
+NAME_WINDOW = DAY
 
 
 def own_label(host: str, domain: str) -> str | None:
@@ -84,19 +85,7 @@ def check_subdomain(name: str, own: Collection[str] = ()) -> str:
 def check_name_rate(recent: list[int], per_day: int, now: int) -> None:
     """RateLimited when the user took ``per_day`` names (claims and renames) within a
     day; ``recent`` are those times, newest last. 0 is no limit."""
-    inside = [t for t in recent if t > now - NAME_WINDOW]
-    if per_day and len(inside) >= per_day:
-        wait = max(1, inside[-per_day] + NAME_WINDOW - now)
-        raise RateLimited(
-            f"this account took {per_day} subdomain names in a day, the limit; "
-            f"try again in {_hours(wait)}",
-            wait,
-        )
-
-
-def _hours(seconds: int) -> str:
-    hours = -(-seconds // 3600)
-    return "an hour" if hours <= 1 else f"{hours} hours"
+    check_day(recent, per_day, now, f"this account took {per_day} subdomain names in a day")
 
 
 def subdomain_tombstone(name: str, domain: str) -> str:

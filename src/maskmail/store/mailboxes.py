@@ -17,7 +17,8 @@ from maskmail.core.errors import (
     MailboxLimitReached,
     MailboxNotFound,
 )
-from maskmail.core.mailboxes import VERIFY_SECONDS, Proof
+from maskmail.core.mailboxes import VERIFY_SECONDS, MailLimits, Proof
+from maskmail.store import verification_mails
 from maskmail.store.clock import now
 from maskmail.store.tables import address_mailboxes, addresses, mailboxes, users
 
@@ -97,9 +98,16 @@ async def get_mailbox(conn: AsyncConnection, user_id: int, mailbox_id: int) -> M
 
 
 async def add_mailbox(
-    conn: AsyncConnection, user_id: int, email: str, proof: Proof, *, limit: int
+    conn: AsyncConnection,
+    user_id: int,
+    email: str,
+    proof: Proof,
+    *,
+    limit: int,
+    mails: MailLimits = verification_mails.UNLIMITED,
 ) -> Mailbox:
-    """An unverified mailbox, under ``limit``; the same mailbox twice (in any case) is a 422."""
+    """An unverified mailbox, under ``limit``, its verification message counted under
+    ``mails``; the same mailbox twice (in any case) is a 422."""
     await lock_owner(conn, user_id)
     count = await conn.scalar(
         select(func.count()).select_from(mailboxes).where(mailboxes.c.user_id == user_id)
@@ -107,6 +115,7 @@ async def add_mailbox(
     if int(count or 0) >= limit:
         raise MailboxLimitReached(f"a user may have at most {limit} mailboxes")
     created = now()
+    await verification_mails.count_one(conn, user_id, email, mails, created)
     try:
         async with conn.begin_nested():
             result = await conn.execute(

@@ -236,6 +236,19 @@ mailboxes = Table(
     sqlite_autoincrement=True,
 )
 
+# The verification messages each user had sent, by time and the SHA-256 of the address
+# (lower-cased; the address itself goes with its mailbox): the limits of
+# MASKMAIL_MAILBOX_VERIFY_PER_ADDRESS and _PER_USER hold across deleting and re-adding a
+# mailbox. Rows older than the window are deleted as new ones come.
+verification_mails = Table(
+    "verification_mails",
+    metadata,
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("address_hash", String(64), nullable=False),
+    Column("sent_time", BigInteger, nullable=False),
+    Index(None, "user_id", "sent_time"),
+)
+
 # The mailboxes an address forwards to; none means the owner's default mailbox, so
 # deleting a mailbox leaves the addresses that used only it on the default one.
 address_mailboxes = Table(

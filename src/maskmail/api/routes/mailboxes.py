@@ -4,6 +4,7 @@ address forwards to."""
 from __future__ import annotations
 
 import asyncio
+import html
 import time
 from typing import Annotated, Protocol
 from urllib.parse import urlencode
@@ -11,17 +12,18 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.ext.asyncio import AsyncConnection
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 
-from maskmail.api.deps import Conn, CurrentOwner, WriteConn, client_host
-from maskmail.api.docs import errors_for
+from maskmail.api.deps import Conn, CurrentOwner, client_host
+from maskmail.api.docs import errors_for, page_errors_for
 from maskmail.api.forwarded import from_trusted_proxy
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import StorableStr
 from maskmail.api.urls import public_url
 from maskmail.config import Settings
 from maskmail.core import mailboxes as rules
-from maskmail.core.errors import DeliveryDeferred, InvalidAddress, ToolUnavailable
+from maskmail.core.errors import DeliveryDeferred, InvalidAddress, RateLimited, ToolUnavailable
+from maskmail.core.windows import in_words
 from maskmail.openpgp import MAX_KEY_CHARS, check_key
 from maskmail.store import addresses, bounces, domains, mailbox_keys
 from maskmail.store import mailboxes as store
@@ -29,6 +31,9 @@ from maskmail.store.mailbox_keys import MailboxKey
 from maskmail.store.mailboxes import Mailbox
 
 router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
+
+# The link's page and its button: whoever reads the mailbox has the token, not a key.
+NO_KEY: dict[str, object] = {"security": []}
 
 MailboxId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The mailbox's id.")]
 
@@ -140,8 +145,9 @@ async def add_and_ask(request: Request, conn: AsyncConnection, user_id: int, ema
     if await domains.receives_for(conn, email.rpartition("@")[2]):
         raise rules.at_relay_domain()
     proof = rules.new_proof()
+    mails = rules.MailLimits(settings.mailbox_verify_per_address, settings.mailbox_verify_per_user)
     mailbox = await store.add_mailbox(
-        conn, user_id, email, proof, limit=settings.max_mailboxes_per_user
+        conn, user_id, email, proof, limit=settings.max_mailboxes_per_user, mails=mails
     )
     link = _verify_link(request, settings, proof.token)
     message = rules.verification_message(
@@ -163,24 +169,68 @@ def _verify_link(request: Request, settings: Settings, token: str) -> str:
     """The link as the owner will open it: through the trusted proxy, if any, as the
     paging links are (``api/urls.py``)."""
     trusted = from_trusted_proxy(request.scope, settings)
-    path = request.url_for("verify_mailbox_link").path
+    path = request.url_for("show_verify_page").path
     url = public_url(request, trusted).replace(path=path, query=urlencode({"token": token}))
     return str(url)
 
 
 @router.get(
     "/mailboxes/verify",
-    response_model=MailboxOut,
+    response_class=HTMLResponse,
     # 422: no token, or one longer than any this server makes.
-    responses=errors_for(404, 422, 429, 503),
-    summary="Verify a mailbox by the link mailed to it (no key needed)",
+    responses={200: {"content": {"text/html": {}}}, **page_errors_for(422, 429, 503)},
+    openapi_extra=NO_KEY,
+    summary="The page the mailed link opens: a button that verifies (no key needed)",
+    description="Opening the link changes nothing, so that a mail scanner that follows "
+    "links does not verify the mailbox; the page's button posts the token.",
+)
+async def show_verify_page(
+    request: Request, token: Annotated[str, Query(max_length=128)]
+) -> Response:
+    await request.app.state.limiter.hit(f"anon:{client_host(request)}")
+    action = "verify?" + urlencode({"token": token})
+    return _page(_ASK.format(action=html.escape(action, quote=True)))
+
+
+@router.post(
+    "/mailboxes/verify",
+    response_class=HTMLResponse,
+    responses={200: {"content": {"text/html": {}}}, **page_errors_for(404, 422, 429, 503)},
+    openapi_extra=NO_KEY,
+    summary="Verify a mailbox by the token of the mailed link (no key needed)",
+    description="What the link's page's button posts, to the link's own address; a used, "
+    "expired or unknown token is a 404.",
 )
 async def verify_mailbox_link(
-    request: Request, conn: WriteConn, token: Annotated[str, Query(max_length=128)]
+    request: Request, conn: Conn, token: Annotated[str, Query(max_length=128)]
 ) -> Response:
     await request.app.state.limiter.hit(f"anon:{client_host(request)}")
     mailbox = await store.verify_by_token(conn, rules.digest(token))
-    return json(mailbox.json())
+    return _page(_DONE.format(email=html.escape(mailbox.email)))
+
+
+_ASK = (
+    "<h1>Verify this mailbox</h1>"
+    "<p>Someone added this mailbox to their maskmail account. If you expect mail from it, "
+    "verify the mailbox; otherwise close this page.</p>"
+    # The token rides in the action's query: API bodies are JSON, and a form sends none.
+    '<form method="post" action="{action}">'
+    '<button type="submit">Verify this mailbox</button></form>'
+)
+_DONE = "<h1>Verified</h1><p>{email} is verified. You may close this page.</p>"
+
+
+def _page(body: str) -> Response:
+    """A plain page, kept out of caches and, with the token in its address, out of
+    Referer headers."""
+    return HTMLResponse(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="referrer" content="no-referrer">'
+        '<meta name="robots" content="noindex">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>maskmail: verify a mailbox</title></head><body>{body}</body></html>",
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 @router.post(
@@ -188,7 +238,8 @@ async def verify_mailbox_link(
     response_model=MailboxOut,
     responses=errors_for(401, 404, 422, 429, 503),
     summary="Verify a mailbox by the code mailed to it",
-    description="Each attempt on one mailbox counts: more than five an hour answer 429.",
+    description="Each attempt counts, per mailbox address (deleting and adding it again "
+    "included): more than five an hour answer 429.",
 )
 async def verify_mailbox_code(
     mailbox_id: MailboxId, body: CodeRequest, owner: CurrentOwner, conn: Conn, request: Request
@@ -200,8 +251,18 @@ async def check_code(
     request: Request, conn: AsyncConnection, user_id: int, mailbox_id: int, code: str
 ) -> Mailbox:
     """Verify by the code, each attempt counted (the API's and the dashboard's way)."""
-    # Per owner and mailbox: nobody else can use up the owner's attempts.
-    await request.app.state.code_limiter.hit(f"mailbox:{user_id}:{mailbox_id}")
+    mailbox = await store.get_mailbox(conn, user_id, mailbox_id)
+    # Per owner and address, not per row: deleting and re-adding the mailbox gives no
+    # new tries, and nobody else can use up the owner's.
+    key = rules.address_key(mailbox.email)
+    try:
+        await request.app.state.code_limiter.hit(f"mailbox:{user_id}:{key}")
+    except RateLimited as exc:
+        wait = in_words(exc.retry_after)
+        raise RateLimited(
+            f"five codes were tried for this mailbox within an hour; try again in {wait}",
+            exc.retry_after,
+        ) from exc
     return await store.verify_by_code(conn, user_id, mailbox_id, rules.digest(code))
 
 
