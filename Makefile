@@ -4,7 +4,7 @@ UV := .tools/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := .venv
 
-.PHONY: run test check lint typecheck pytest fast-tests system-deps
+.PHONY: run test check lint typecheck pytest fast-tests system-deps screenshots
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -40,3 +40,7 @@ pytest:
 # Two workers, and a few examples per property test; `make test` runs every example in one process.
 fast-tests:
 	.venv/bin/pytest -m "not slow" -q -x -n 2 --hypothesis-profile=check
+
+## screenshots: retake the dashboard's screenshots (docs/images) and the users' guide's (static/help)
+screenshots: .venv/.synced
+	.venv/bin/python scripts/dashboard_screenshots.py

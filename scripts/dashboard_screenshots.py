@@ -1,6 +1,8 @@
-"""Screenshots of the dashboard for docs/dashboard.md, desktop and 375 px wide.
+"""Screenshots of the dashboard for docs/dashboard.md, desktop and 375 px wide, and for
+the users' guide docs/help-clients.md (into the package's static/help, so that the
+dashboard serves them itself).
 
-    .venv/bin/python scripts/dashboard_screenshots.py
+    .venv/bin/python scripts/dashboard_screenshots.py   # or: make screenshots
 
 Runs ``maskmail up`` on a scratch SQLite database with a demo account, a few addresses,
 a custom domain (checked against a DNS server on loopback that holds some of its
@@ -23,7 +25,9 @@ from tests.api.test_domains import publish
 from tests.dns_server import running_dns
 from tests.support import free_port, run_cli, running
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "images"
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "docs" / "images"
+HELP = ROOT / "src" / "maskmail" / "web" / "static" / "help"
 EMAIL = "you@example.com"
 PASSWORD = "a demo password"  # noqa: S105 - a throwaway database
 DESCRIPTIONS = ("newsletter", "bank", "shop.example", "forum", "", "train tickets")
@@ -77,8 +81,32 @@ def _shoot(page: Page, url: str, name: str) -> None:
         page.screenshot(path=OUT / f"dashboard-{name}-{suffix}.png")
 
 
+def _shoot_guide(page: Page, url: str) -> None:
+    """What docs/help-clients.md shows: a key just created, and the values to paste."""
+    page.set_viewport_size({"width": 900, "height": 600})
+    page.goto(url + "/keys")
+    page.get_by_role("button", name="Create key").click()
+    page.locator("#new-key").wait_for()
+    page.locator("main").screenshot(path=HELP / "keys.png")
+    # As a person sees it behind the relay's proxy (the local peer is a trusted proxy).
+    page.set_extra_http_headers(
+        {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "mask.example.com"}
+    )
+    page.goto(url + "/help/clients")
+    values = page.get_by_role("heading", name="2. The values to paste")
+    values.scroll_into_view_if_needed()
+    top = values.bounding_box()
+    table = page.locator("main table").first.bounding_box()
+    assert top is not None and table is not None
+    height = table["y"] + table["height"] - top["y"] + 16
+    page.screenshot(
+        path=HELP / "guide.png", clip={"x": 0, "y": top["y"] - 8, "width": 900, "height": height}
+    )
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
+    HELP.mkdir(parents=True, exist_ok=True)
     zone: dict[str, list[tuple[str, str]]] = {}
     with tempfile.TemporaryDirectory() as tmp, running_dns(zone) as dns:
         db = Path(tmp) / "demo.db"
@@ -113,6 +141,7 @@ def main() -> None:
                 _shoot(page, url + "/domains", "domains")
                 _shoot(page, url + "/activity", "activity")
                 _shoot(page, url + "/keys", "keys")
+                _shoot_guide(page, url)
                 browser.close()
 
 

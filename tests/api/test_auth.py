@@ -19,6 +19,44 @@ def _assert_401(response: httpx.Response) -> None:
     body = response.json()
     assert body["code"] == "unauthorized"
     assert set(body) == {"code", "message", "details"}
+    _assert_speaks_to_the_person(body["message"])
+
+
+def _assert_speaks_to_the_person(message: str, keys_page: str = "http://testserver/keys") -> None:
+    """The person at the client learns where to get a key, not an operator's command."""
+    assert f"API keys page, {keys_page}" in message
+    assert "maskmail " not in message
+
+
+@pytest.mark.parametrize(
+    ("path", "header", "field"),
+    [
+        ("/api/user_info", "Authentication", "error"),
+        ("/api/v1/domain-options", "Authorization", "message"),
+    ],
+)
+@pytest.mark.parametrize("value", [None, "Bearer mm_live_unknownkeyvalue"])
+async def test_the_compatibility_401s_say_where_to_get_a_key(
+    client: httpx.AsyncClient, path: str, header: str, field: str, value: str | None
+) -> None:
+    response = await client.get(path, headers={} if value is None else {header: value})
+    assert response.status_code == 401
+    _assert_speaks_to_the_person(response.json()[field])
+
+
+async def test_the_keys_page_named_in_a_401_is_the_one_the_browser_reaches(
+    client: httpx.AsyncClient,
+) -> None:
+    """Through a trusted proxy under a prefix, the page is the public one."""
+    forwarded = {
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-Host": "mask.example.com",
+        "X-Forwarded-Prefix": "/maskmail",
+    }
+    response = await client.get(BASE, headers=forwarded)
+    assert response.status_code == 401
+    message = response.json()["message"]
+    _assert_speaks_to_the_person(message, "https://mask.example.com/maskmail/keys")
 
 
 @pytest.mark.parametrize(

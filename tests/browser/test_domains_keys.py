@@ -1,6 +1,6 @@
 """The Domains page and the mailbox key form in a real browser (issue 16 item 8): each
 action checked through the API afterwards, the copy buttons through the clipboard, and
-axe-core on every state."""
+axe-core on every state; and the client guide a person reaches from the API keys page."""
 
 from __future__ import annotations
 
@@ -84,3 +84,25 @@ def test_mailbox_key_set_refused_and_removed(page: Page, site: Site) -> None:
         page.get_by_role("button", name=f"Remove key of {ANN}").click()
         expect(page.get_by_text("No key: forwards arrive unencrypted.")).to_be_visible()
         assert api.get(url).status_code == 404
+
+
+def test_the_client_guide_from_the_keys_page_shows_its_screenshots(page: Page, site: Site) -> None:
+    sign_in(page, site, ANN)
+    page.get_by_role("navigation", name="Dashboard").get_by_role("link", name="API keys").click()
+    page.get_by_role("link", name="the client guide").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        "Connect your password manager or browser extension"
+    )
+    # The server URL to paste is the one this browser reached the relay at.
+    values = page.locator("main table").first
+    expect(values.get_by_role("cell", name=site.url, exact=True)).to_be_visible()
+    images = page.locator("main img")
+    expect(images).to_have_count(2)
+    for image in images.all():
+        image.scroll_into_view_if_needed()
+        assert image.get_attribute("alt")
+        loaded = image.evaluate("img => img.complete && img.naturalWidth > 0")
+        assert loaded, image.get_attribute("src")
+    _no_serious_violations(page)
+    page.set_viewport_size({"width": 375, "height": 800})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375

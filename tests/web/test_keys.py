@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
+from maskmail.web.pages.help import EXAMPLE_DOMAIN, EXAMPLE_SERVER
 from tests.api.conftest import client_for
 from tests.web.conftest import SignIn
 
@@ -55,12 +56,54 @@ async def test_the_keys_page_links_to_the_client_guide_served_here(
     guide = await ann.client.get("/help/clients")
     assert guide.status_code == 200
     assert "frame-ancestors 'none'" in guide.headers["content-security-policy"]
-    source = (Path(__file__).parents[2] / "docs" / "clients.md").read_text(encoding="utf-8")
+    source = GUIDE.read_text(encoding="utf-8")
     headings = re.findall(r"^#+ (.+)$", source, re.M)
     assert headings
-    for heading in headings:  # every section of docs/clients.md, rendered as a heading
+    for heading in headings:  # every section of docs/help-clients.md, rendered as a heading
         plain = re.sub(r"[`*]", "", heading).replace("&", "&amp;")
         assert re.search(rf"<h\d>{re.escape(plain)}</h\d>", re.sub(r"</?code>", "", guide.text))
-    assert "<script" not in guide.text.split("</main>")[0].split("<main")[-1]
+    assert "<script" not in _main(guide.text)
     async with client_for(app) as outsider:
         assert (await outsider.get("/help/clients")).status_code in (303, 307)
+
+
+GUIDE = Path(__file__).parents[2] / "docs" / "help-clients.md"
+
+
+def _main(html: str) -> str:
+    return html.split("</main>")[0].split("<main")[-1]
+
+
+async def test_the_client_guide_speaks_to_the_person_with_this_relays_values(
+    sign_in: SignIn, app: FastAPI
+) -> None:
+    ann = await sign_in("uma@example.com")
+    main = _main((await ann.client.get("/help/clients")).text)
+    # The values to paste are this relay's, not the guide's examples.
+    assert "<code>http://testserver</code>" in main and "<code>relay.test</code>" in main
+    assert EXAMPLE_SERVER not in main and EXAMPLE_DOMAIN not in main
+    # The dashboard's own names for what to press, as the keys page shows a new key.
+    keys_page = (await ann.post("/keys")).text
+    for name in ("API keys", "Create key", "Copy", "Revoke"):
+        assert f"<strong>{name}</strong>" in main and f">{name}<" in keys_page
+    for client in ("Bitwarden", "Keyguard", "The addy.io browser extension", "SimpleLogin"):
+        assert client in main
+    # Nothing an operator or a developer would read: no commands, no source paths.
+    assert "maskmail " not in main
+    assert not re.search(r"\w+/\w+\.(ts|kt|py|vue|js)\b|MASKMAIL_|\bsrc/", main)
+
+
+async def test_the_guides_screenshots_exist_and_are_served_here(
+    sign_in: SignIn, app: FastAPI
+) -> None:
+    ann = await sign_in("val@example.com")
+    main = _main((await ann.client.get("/help/clients")).text)
+    images = re.findall(r'<img src="([^"]+)" alt="([^"]*)"', main)
+    assert len(images) == len(re.findall(r"!\[", GUIDE.read_text(encoding="utf-8"))) >= 2
+    for src, alt in images:
+        assert src.startswith("/assets/help/") and "?v=" in src, src
+        assert len(alt) > 20  # says what the picture shows
+        served = await ann.client.get(src)
+        assert served.status_code == 200, src
+        assert served.headers["content-type"] == "image/png"
+        assert served.content.startswith(b"\x89PNG\r\n\x1a\n")

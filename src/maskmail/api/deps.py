@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.api.auth import bearer_token, raw_token
 from maskmail.api.forwarded import client_address
 from maskmail.api.ratelimit import Limiter
+from maskmail.api.urls import server_url
 from maskmail.config import Settings
 from maskmail.core.errors import Unauthorized
 from maskmail.core.keys import hash_key
@@ -48,9 +49,9 @@ async def _count_key(request: Request, read_token: Callable[[Request], str]) -> 
     limiter: Limiter = request.app.state.limiter
     try:
         token = read_token(request)
-    except Unauthorized:
+    except Unauthorized as exc:
         await limiter.hit(f"anon:{client_host(request)}")
-        raise
+        raise where_to_get_a_key(request, exc.message) from None
     key_hash = hash_key(token)
     await limiter.hit(f"key:{key_hash}")
     # Read once more after the response, if it succeeded (api/key_use.py).
@@ -76,7 +77,14 @@ Conn = Annotated[AsyncConnection, Depends(get_conn, scope="function")]
 async def refuse_unknown_key(request: Request) -> NoReturn:
     """An unknown or revoked key also counts against the client's address."""
     await request.app.state.limiter.hit(f"anon:{client_host(request)}")
-    raise Unauthorized("unknown or revoked API key; create one with 'maskmail key create EMAIL'")
+    raise where_to_get_a_key(request, "unknown or revoked API key")
+
+
+def where_to_get_a_key(request: Request, why: str) -> Unauthorized:
+    """A 401 that tells the person at the client where to get a key: the dashboard's API
+    keys page on this relay, as their browser reaches it."""
+    keys_page = f"{server_url(request, request.app.state.settings)}/keys"
+    return Unauthorized(f"{why}; create a key on the dashboard's API keys page, {keys_page}")
 
 
 async def owner_of(request: Request, key_hash: str, conn: AsyncConnection) -> Owner:

@@ -36,6 +36,14 @@ def public_url(request: Request, trusted: bool) -> URL:
     return url
 
 
+def server_url(request: Request, settings: Settings) -> str:
+    """The URL people paste into their clients as the server: the public scheme and host,
+    and the path prefix maskmail is served under."""
+    url = public_url(request, from_trusted_proxy(request.scope, settings))
+    prefix = str(request.scope.get("root_path", "")).rstrip("/")
+    return f"{url.scheme}://{url.netloc}{prefix}"
+
+
 def page_links(url: URL) -> Link:
     """``url`` with ``page`` changed, for each page asked: the query is parsed once, and
     ``page`` goes last, as Starlette's ``include_query_params`` puts it."""

@@ -6,11 +6,12 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from maskmail.api.deps import Conn
+from maskmail.api.urls import server_url
 from maskmail.config import Settings
 from maskmail.store import accounts
 from maskmail.web.guard import PageNotFound, change, path_id, require_viewer
-from maskmail.web.render import back_to, page, root
-from maskmail.web.sessions import Viewer, site_url
+from maskmail.web.render import back_to, page
+from maskmail.web.sessions import Viewer
 
 router = APIRouter(include_in_schema=False)
 
@@ -18,7 +19,6 @@ router = APIRouter(include_in_schema=False)
 async def _keys_page(request: Request, conn: Conn, viewer: Viewer, new_key: str = "") -> Response:
     keys = await accounts.live_keys(conn, viewer.user_id)
     settings: Settings = request.app.state.settings
-    url = site_url(request)
     return page(
         request,
         "keys.html",
@@ -26,7 +26,7 @@ async def _keys_page(request: Request, conn: Conn, viewer: Viewer, new_key: str 
         keys=keys,
         new_key=new_key,
         domain=settings.domain,
-        server=f"{url.scheme}://{url.netloc}{root(request)}",
+        server=server_url(request, settings),
     )
 
 
