@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 
 from maskmail.core.descriptions import DESCRIPTION_MAX
 from maskmail.core.records import PRIVATE_EMAIL_FIELDS, RelayAddress
@@ -25,6 +25,9 @@ StorableStr = Annotated[str, AfterValidator(_storable)]
 # For a field with no pattern of its own: tells clients and generated tests of the NUL
 # (a lone surrogate, which no pattern names, is left to the validator).
 NO_NUL = r"^[^\x00]*$"
+# For an optional string: pydantic leaves a field's pattern out of an ``X | None`` schema,
+# so the string branch carries it, and a generated test knows the NUL is refused.
+NulFreeStr = Annotated[StorableStr, WithJsonSchema({"type": "string", "pattern": NO_NUL})]
 
 
 class PrivateEmail(BaseModel):

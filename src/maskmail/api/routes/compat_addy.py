@@ -18,7 +18,7 @@ from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import SchemaPatch
 from maskmail.api.errors import Problem
 from maskmail.api.routes.shared import generate, json, place_for, subdomain_hosts
-from maskmail.api.schemas import NO_NUL, StorableStr
+from maskmail.api.schemas import NulFreeStr, StorableStr
 from maskmail.core.descriptions import clean_description
 from maskmail.core.records import RelayAddress
 from maskmail.store import custom_domains as custom_domain_store
@@ -67,15 +67,12 @@ class CreateAlias(BaseModel):
         description="This server's domain or the caller's subdomain of it (as "
         "`domain-options` lists them); omitted means the default.",
     )
-    description: StorableStr | None = Field(
+    description: NulFreeStr | None = Field(
         default=None,
-        pattern=NO_NUL,
         description="Control characters removed, cut to 64 characters.",
     )
-    format: StorableStr | None = Field(
-        default=None, pattern=NO_NUL, description="Ignored: addresses are random."
-    )
-    local_part: StorableStr | None = Field(default=None, pattern=NO_NUL, description="Ignored.")
+    format: NulFreeStr | None = Field(default=None, description="Ignored: addresses are random.")
+    local_part: NulFreeStr | None = Field(default=None, description="Ignored.")
     recipient_ids: list[Any] | None = Field(default=None, description="Ignored.")
 
 

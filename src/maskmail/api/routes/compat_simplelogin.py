@@ -18,7 +18,7 @@ from maskmail.api.deps import Conn, CurrentSettings, RawKeyOwner
 from maskmail.api.docs import RAW_KEY_SCHEME
 from maskmail.api.errors import Problem
 from maskmail.api.routes.shared import generate, json
-from maskmail.api.schemas import NO_NUL, StorableStr
+from maskmail.api.schemas import NulFreeStr, StorableStr
 from maskmail.core.descriptions import clean_description
 from maskmail.core.errors import AddressTaken, InvalidAddress
 from maskmail.core.first_mail import catch_all_local
@@ -60,9 +60,8 @@ class RandomAliasRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    note: StorableStr | None = Field(
+    note: NulFreeStr | None = Field(
         default=None,
-        pattern=NO_NUL,
         description="Control characters removed, cut to 64 characters.",
     )
 
@@ -128,8 +127,8 @@ async def create_random_alias(
     conn: Conn,
     settings: CurrentSettings,
     hostname: Annotated[
-        StorableStr | None,
-        Query(pattern=NO_NUL, description="The site the alias is for; used when there is no note."),
+        NulFreeStr | None,
+        Query(description="The site the alias is for; used when there is no note."),
     ] = None,
     mode: Annotated[
         str | None, Query(description="`word` or `uuid` in SimpleLogin; ignored here.")
@@ -159,7 +158,7 @@ class CustomAliasRequest(BaseModel):
 
     alias_prefix: StorableStr = Field(max_length=64, description="The local part: a-z 0-9 . _ -")
     signed_suffix: StorableStr = Field(max_length=300, examples=["@example.org"])
-    note: StorableStr | None = Field(default=None, pattern=NO_NUL)
+    note: NulFreeStr | None = None
 
 
 def _suffix(suffix: str) -> dict[str, Any]:
@@ -180,7 +179,7 @@ def _suffix(suffix: str) -> dict[str, Any]:
 async def alias_options(
     owner: RawKeyOwner,
     conn: Conn,
-    hostname: Annotated[StorableStr | None, Query(pattern=NO_NUL)] = None,
+    hostname: Annotated[NulFreeStr | None, Query()] = None,
 ) -> Response:
     domains = await custom_domain_store.verified_names(conn, owner.user_id)
     suggestion = "".join(c for c in (hostname or "").lower().split(".")[0] if c.isalnum())
