@@ -20,10 +20,9 @@ from maskmail.config import Settings, load_settings
 from maskmail.core import keys, passwords
 from maskmail.core.addresses import normalize_mailbox
 from maskmail.core.errors import MaskmailError
-from maskmail.startup import StartupError, check_data_dir, explain
+from maskmail.startup import StartupError, check_data_dir, explain, prepare_database
 from maskmail.store import accounts, sessions
 from maskmail.store.engine import create_engine, transaction
-from maskmail.store.migrate import upgrade
 from maskmail.store.sqlite_backup import BackupError
 
 T = TypeVar("T")
@@ -105,7 +104,7 @@ def _migrated(*, data_dir: bool) -> Settings:
     settings = load_settings()
     if data_dir or not settings.database_url:
         check_data_dir(settings)
-    upgrade(settings.resolved_database_url)
+    prepare_database(settings)
     return settings
 
 

@@ -21,7 +21,7 @@ from maskmail.config import Settings
 from maskmail.mail.plane import mail_plane, notices_for
 from maskmail.readiness import Readiness
 from maskmail.startup import bind
-from maskmail.store.engine import create_engine
+from maskmail.store.engine import create_engine, shown
 
 log = logging.getLogger("maskmail")
 
@@ -137,6 +137,7 @@ async def _smtp(
     try:
         async with mail_plane(settings, engine, host=host, port=port, on_started=on_started):
             log.info("SMTP listening on %s:%d for @%s", host, port, settings.domain)
+            log.info("database: %s", shown(settings.resolved_database_url))
             yield engine
     finally:
         await engine.dispose()

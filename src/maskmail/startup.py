@@ -17,6 +17,8 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from maskmail.config import Settings
+from maskmail.store import serving
+from maskmail.store.migrate import UnknownRevision, upgrade
 
 # PostgreSQL's SQLSTATEs for an unknown database and for a refused login.
 _NO_DATABASE = "3D000"
@@ -40,6 +42,30 @@ def check_data_dir(settings: Settings) -> None:
             f"cannot write the data directory {path} ({exc.strerror}); make it writable "
             "by this user, or set MASKMAIL_DATA_DIR to a directory that is"
         ) from exc
+
+
+def prepare_database(settings: Settings) -> None:
+    """Check, mark as served and migrate the database a starting process will use.
+
+    A SQLite file's folder must exist unless it is the data directory (made before
+    this): a mistyped path would otherwise be a new empty database, hiding every address.
+    """
+    url = make_url(settings.resolved_database_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        database = Path(url.database)
+        if not database.parent.is_dir():
+            raise StartupError(
+                f"the folder {database.parent} of the SQLite database does not exist; "
+                "fix MASKMAIL_DATABASE_URL, or make the folder if it is right"
+            )
+        try:
+            serving.hold_while_serving(database)
+        except serving.ServingConflict as exc:
+            raise StartupError(str(exc)) from exc
+    try:
+        upgrade(settings.resolved_database_url)
+    except UnknownRevision as exc:
+        raise StartupError(str(exc)) from exc
 
 
 def bind(host: str, port: int, what: str, option: str) -> socket.socket:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -35,7 +36,7 @@ from maskmail.api.routes.mailboxes import Sender
 from maskmail.config import Settings
 from maskmail.readiness import Readiness
 from maskmail.store.driver import DriverPool
-from maskmail.store.engine import create_engine
+from maskmail.store.engine import create_engine, shown
 from maskmail.web import router as web
 
 DESCRIPTION = (
@@ -55,6 +56,8 @@ CORS_HEADERS = (
     "X-Requested-With",
     "X-Requested-From",
 )
+
+log = logging.getLogger("maskmail")
 
 
 def create_app(
@@ -80,8 +83,9 @@ def create_app(
         )
         app.state.drivers = DriverPool(app.state.engine)
         app.state.readiness = Readiness.of(app.state.engine, smtp=listener)
-        if engine is None:  # a given engine is watched by its owner
+        if engine is None:  # a given engine is watched (and told in the log) by its owner
             metrics.watch_pool(app.state.engine, "api")
+            log.info("database: %s", shown(settings.resolved_database_url))
         app.state.limiter = Limiter(settings.rate_limit, settings.redis_url)
         app.state.signin_limiter = Limiter(settings.signin_rate_limit, settings.redis_url)
         app.state.memo = Memo()

@@ -34,7 +34,8 @@ class RequestTimes:
 
     def observe(self, scope: Scope, status: int, seconds: float) -> None:
         route = scope.get("route")
-        template = getattr(route, "path", None)
+        # The template without convertors: ``{address_id}``, not ``{address_id:int}``.
+        template = getattr(route, "path_format", None)
         if template is None:
             path = route_path(scope)
             template = path if path in self.fixed else "unmatched"

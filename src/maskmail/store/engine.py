@@ -27,6 +27,11 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
+def shown(url: str) -> str:
+    """The URL as start-up logs it: which database is in use, without its password."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
 # Every statement is prepared once per connection (asyncpg), and its generic plan is kept.
 # By default PostgreSQL planned a page anew on each execution, because the generic plan's
 # estimate for an unknown LIMIT looked dearer than a custom plan, so the backend spent

@@ -8,6 +8,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util.exc import CommandError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -19,9 +20,20 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+class UnknownRevision(Exception):
+    """The database is at a revision these migrations do not have; nothing was changed."""
+
+
 def upgrade(url: str) -> None:
     """Bring the database to the newest schema; doing it twice changes nothing."""
-    command.upgrade(alembic_config(url), "head")
+    try:
+        command.upgrade(alembic_config(url), "head")
+    except CommandError as exc:
+        # Alembic's words for it: "Can't locate revision identified by '…'".
+        raise UnknownRevision(
+            f"cannot migrate the database: {exc}; it was made by a newer maskmail or "
+            "altered by hand; run that version, or restore a backup taken by this one"
+        ) from exc
 
 
 def head_revision() -> str:

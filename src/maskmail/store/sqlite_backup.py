@@ -15,6 +15,9 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from maskmail.store.schema_check import SchemaMismatch, check_schema
+from maskmail.store.serving import ServingConflict, nobody_serving
+
 BUSY_TIMEOUT = 30.0
 
 
@@ -71,25 +74,33 @@ def backup(database: Path, target: Path) -> None:
 
 
 def check_backup(path: Path) -> None:
-    """Refuse a file that is not a sound maskmail database."""
+    """Refuse a file that is not a sound maskmail database (docs/operations.md)."""
     with closing(_open(path, "ro")) as conn:
         try:
             [verdict] = conn.execute("PRAGMA integrity_check").fetchone()
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
         except sqlite3.Error as exc:
             raise BackupError(f"{path} is not a SQLite database: {exc}") from exc
-    if verdict != "ok":
-        raise BackupError(f"{path} is damaged: {verdict}")
-    if not {"alembic_version", "users", "addresses"} <= tables:
-        raise BackupError(f"{path} is not a maskmail database")
+        if verdict != "ok":
+            raise BackupError(f"{path} is damaged: {verdict}")
+        try:
+            check_schema(conn, path)
+        except SchemaMismatch as exc:
+            raise BackupError(str(exc)) from exc
 
 
 def restore(source: Path, database: Path) -> None:
-    """Put the backup at ``source`` in place of ``database``'s contents."""
+    """Put the backup at ``source`` in place of ``database``'s contents, while no
+    maskmail process serves it."""
     check_backup(source)
     database.parent.mkdir(parents=True, exist_ok=True)
-    with closing(_open(source, "ro")) as backup_conn, closing(_open(database, "rwc")) as live:
-        try:
+    try:
+        with (
+            nobody_serving(database),
+            closing(_open(source, "ro")) as backup_conn,
+            closing(_open(database, "rwc")) as live,
+        ):
             backup_conn.backup(live)
-        except sqlite3.Error as exc:
-            raise BackupError(f"the restore failed: {exc}") from exc
+    except ServingConflict as exc:
+        raise BackupError(str(exc)) from exc
+    except sqlite3.Error as exc:
+        raise BackupError(f"the restore failed: {exc}") from exc

@@ -141,7 +141,7 @@ async def create_address(request: Request) -> Response:
 
 
 @router.get(
-    "/{address_id}",
+    "/{address_id:int}",
     response_model=PrivateEmail,
     responses=errors_for(401, 404, 429, 503),
     summary="Read one address",
@@ -162,7 +162,7 @@ _UPDATE_DOC = (
 
 
 @router.patch(
-    "/{address_id}",
+    "/{address_id:int}",
     response_model=PrivateEmail,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Change an address",
@@ -175,7 +175,7 @@ async def patch_address(
 
 
 @router.put(
-    "/{address_id}",
+    "/{address_id:int}",
     response_model=PrivateEmail,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Change an address (same as PATCH)",
@@ -188,7 +188,7 @@ async def put_address(
 
 
 @router.delete(
-    "/{address_id}",
+    "/{address_id:int}",
     status_code=204,
     response_class=Response,
     responses=errors_for(401, 404, 429, 503),

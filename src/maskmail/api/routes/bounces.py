@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
 
 
 @router.get(
-    "/{address_id}/bounces",
+    "/{address_id:int}/bounces",
     response_model=Bounces,
     responses=errors_for(401, 404, 429, 503),
     summary="Read an address's bounces",

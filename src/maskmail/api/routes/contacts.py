@@ -59,7 +59,7 @@ def outside_contact(email: str, domain: str) -> str:
 
 
 @router.post(
-    "/{address_id}/contacts",
+    "/{address_id:int}/contacts",
     response_model=Contact,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Get the address to write to someone from this relay address",

@@ -155,7 +155,7 @@ async def add_domain(
 
 
 @router.get(
-    "/{domain_id}",
+    "/{domain_id:int}",
     response_model=DomainOut,
     responses=errors_for(401, 404, 429, 503),
     summary="Read one domain",
@@ -167,7 +167,7 @@ async def read_domain(
 
 
 @router.post(
-    "/{domain_id}/check",
+    "/{domain_id:int}/check",
     response_model=DomainOut,
     responses=errors_for(401, 404, 429, 503),
     summary="Look the domain's records up now",
@@ -188,7 +188,7 @@ async def check_domain(
 
 
 @router.patch(
-    "/{domain_id}",
+    "/{domain_id:int}",
     response_model=DomainOut,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Switch catch-all",
@@ -205,7 +205,7 @@ async def change_domain(
 
 
 @router.delete(
-    "/{domain_id}",
+    "/{domain_id:int}",
     status_code=204,
     response_class=Response,
     responses=errors_for(401, 404, 429, 503),

@@ -234,7 +234,7 @@ def _page(body: str) -> Response:
 
 
 @router.post(
-    "/mailboxes/{mailbox_id}/verify",
+    "/mailboxes/{mailbox_id:int}/verify",
     response_model=MailboxOut,
     responses=errors_for(401, 404, 422, 429, 503),
     summary="Verify a mailbox by the code mailed to it",
@@ -267,7 +267,7 @@ async def check_code(
 
 
 @router.patch(
-    "/mailboxes/{mailbox_id}",
+    "/mailboxes/{mailbox_id:int}",
     response_model=MailboxOut,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Make a verified mailbox the default, or resume a paused one",
@@ -287,7 +287,7 @@ async def update_mailbox(
 
 
 @router.delete(
-    "/mailboxes/{mailbox_id}",
+    "/mailboxes/{mailbox_id:int}",
     status_code=204,
     responses=errors_for(401, 404, 422, 429, 503),
     summary="Delete a mailbox that is not the default",
@@ -299,7 +299,7 @@ async def delete_mailbox(mailbox_id: MailboxId, owner: CurrentOwner, conn: Conn)
 
 
 @router.get(
-    "/addresses/{address_id}/mailboxes",
+    "/addresses/{address_id:int}/mailboxes",
     response_model=MailboxChoice,
     responses=errors_for(401, 404, 429, 503),
     summary="The mailboxes an address forwards to",
@@ -313,7 +313,7 @@ async def read_address_mailboxes(
 
 
 @router.put(
-    "/addresses/{address_id}/mailboxes",
+    "/addresses/{address_id:int}/mailboxes",
     response_model=MailboxChoice,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Choose the mailboxes an address forwards to: your verified ones, at least one",
@@ -327,7 +327,7 @@ async def set_address_mailboxes(
 
 
 @router.get(
-    "/mailboxes/{mailbox_id}/pgp",
+    "/mailboxes/{mailbox_id:int}/pgp",
     response_model=KeyOut,
     responses=errors_for(401, 404, 429, 503),
     summary="The OpenPGP key forwards to this mailbox are encrypted to",
@@ -337,7 +337,7 @@ async def read_mailbox_key(mailbox_id: MailboxId, owner: CurrentOwner, conn: Con
 
 
 @router.put(
-    "/mailboxes/{mailbox_id}/pgp",
+    "/mailboxes/{mailbox_id:int}/pgp",
     response_model=KeyOut,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Encrypt forwards to this mailbox to an OpenPGP key (replacing any it had)",
@@ -376,7 +376,7 @@ async def put_key(
 
 
 @router.patch(
-    "/mailboxes/{mailbox_id}/pgp",
+    "/mailboxes/{mailbox_id:int}/pgp",
     response_model=KeyOut,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Turn the encrypted subject on or off",
@@ -391,7 +391,7 @@ async def update_mailbox_key(
 
 
 @router.delete(
-    "/mailboxes/{mailbox_id}/pgp",
+    "/mailboxes/{mailbox_id:int}/pgp",
     status_code=204,
     responses=errors_for(401, 404, 429, 503),
     summary="Remove the key: forwards to this mailbox go unencrypted again",

@@ -133,7 +133,7 @@ async def put_use_subdomain(body: UseSubdomain, owner: CurrentOwner, conn: Conn)
 
 
 @router.put(
-    "/{subdomain_id}",
+    "/{subdomain_id:int}",
     response_model=SubdomainOut,
     responses=errors_for(401, 404, 413, 422, 429, 503),
     summary="Rename the subdomain, or switch catch-all",
@@ -161,7 +161,7 @@ async def change_subdomain(
 
 
 @router.delete(
-    "/{subdomain_id}",
+    "/{subdomain_id:int}",
     status_code=204,
     response_class=Response,
     responses=errors_for(401, 404, 429, 503),
