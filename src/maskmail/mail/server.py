@@ -65,7 +65,28 @@ class RelaySMTP(SMTP):
                 return
             self._gate.admit(client)
             self._client = client
-        super().connection_made(transport)
+            super().connection_made(transport)
+            self._tie_session_to_transport()
+            return
+        super().connection_made(transport)  # again, with the TLS transport after STARTTLS
+
+    def _tie_session_to_transport(self) -> None:
+        """When the session's task ends, for whatever reason, close the transport, so
+        that ``connection_lost`` gives the places back.
+
+        aiosmtpd cancels the task when the client hangs up (EOF) or resets, but leaves
+        the transport open when the task had not started yet or was not awaiting a read:
+        under uvloop a bare connect and close then held its places until the idle
+        timeout. One rule for every state a connection can die in.
+        """
+        task = self._handler_coroutine
+        if task is not None:
+            task.add_done_callback(self._hang_up)
+
+    def _hang_up(self, _task: asyncio.Task[None]) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
 
     def connection_lost(self, error: Exception | None) -> None:
         if self._client is None:
