@@ -147,7 +147,7 @@ def wait_for_port(
 _PASSED_FDS_FROM = 50
 
 
-def _activated(command: list[str], sockets: Sequence[socket.socket]) -> tuple[list[str], list[int]]:
+def activated(command: list[str], sockets: Sequence[socket.socket]) -> tuple[list[str], list[int]]:
     """``command`` given ``sockets`` as systemd's socket activation does (sd_listen_fds(3):
     file descriptors from 3, LISTEN_FDS and LISTEN_PID set); the descriptors to pass."""
     passed = [
@@ -169,7 +169,7 @@ def running(
     """A maskmail process, stopped (SIGTERM, then SIGKILL) when the block ends; given
     ``sockets`` (listening) as systemd passes a socket unit's."""
     command, passed = (
-        _activated(maskmail_cmd(*args), sockets) if sockets else (maskmail_cmd(*args), [])
+        activated(maskmail_cmd(*args), sockets) if sockets else (maskmail_cmd(*args), [])
     )
     with log.open("ab") as out:
         try:
