@@ -89,10 +89,14 @@ class PolicyServer:
             writer.close()
         await self.connections.ended(grace)
 
-    async def _next_byte(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+    async def _next_byte(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, first: bool = False
+    ) -> bytes:
         """The first byte of the next request; b"" when the client or the service is
-        done. The connection is idle while it waits, and a stop closes it then."""
-        if self.stopping:
+        done. The connection is idle while it waits, and a stop closes it then. A
+        connection accepted before the stop has its request answered: Postfix connected
+        to send one, and retries only once."""
+        if self.stopping and not first:
             return b""
         self.idle.add(writer)
         try:
@@ -102,7 +106,7 @@ class PolicyServer:
             self.idle.discard(writer)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.connections.count >= MAX_CONNECTIONS or self.stopping:
+        if self.connections.count >= MAX_CONNECTIONS:
             writer.close()
             return
         self.connections.opened()
@@ -123,7 +127,7 @@ class PolicyServer:
     async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # The port also answers Postfix's socketmap lookups (mail/socketmap.py): the
         # first byte tells the two protocols apart.
-        first = await self._next_byte(reader, writer)
+        first = await self._next_byte(reader, writer, first=True)
         if socketmap.starts_request(first):
             await socketmap.serve(
                 self.ctx,
