@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import secrets
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -142,15 +143,46 @@ def wait_for_port(
     raise TimeoutError(f"nothing listens on port {port}")
 
 
+# Where the held sockets wait in the child until the shell moves them to 3, 4, ...
+_PASSED_FDS_FROM = 50
+
+
+def activated(command: list[str], sockets: Sequence[socket.socket]) -> tuple[list[str], list[int]]:
+    """``command`` given ``sockets`` as systemd's socket activation does (sd_listen_fds(3):
+    file descriptors from 3, LISTEN_FDS and LISTEN_PID set); the descriptors to pass."""
+    passed = [
+        fcntl.fcntl(s.fileno(), fcntl.F_DUPFD, _PASSED_FDS_FROM + i) for i, s in enumerate(sockets)
+    ]
+    moves = " ".join(f"{3 + i}<&{fd} {fd}<&-" for i, fd in enumerate(passed))
+    script = f'exec {moves}; export LISTEN_PID=$$ LISTEN_FDS={len(passed)}; exec "$@"'
+    return ["bash", "-c", script, "bash", *command], passed
+
+
 @contextmanager
 def running(
-    env: dict[str, str], *args: str, port: int, log: Path
+    env: dict[str, str],
+    *args: str,
+    port: int,
+    log: Path,
+    sockets: Sequence[socket.socket] = (),
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A maskmail process, stopped (SIGTERM, then SIGKILL) when the block ends."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            maskmail_cmd(*args), env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
-        )
+    """A maskmail process, stopped (SIGTERM, then SIGKILL) when the block ends; given
+    ``sockets`` (listening) as systemd passes a socket unit's."""
+    command, passed = (
+        activated(maskmail_cmd(*args), sockets) if sockets else (maskmail_cmd(*args), [])
+    )
+    with log.open("ab") as out:
+        try:
+            proc = subprocess.Popen(
+                command,
+                env={**os.environ, **env},
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                pass_fds=passed,
+            )
+        finally:
+            for fd in passed:
+                os.close(fd)
         try:
             wait_for_port(port, proc)
             yield proc

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import errno
+import os
+import socket
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 from maskmail.config import Settings
 from maskmail.startup import explain
+from tests.support import activated
 
 
 def _settings(tmp_path: Path) -> Settings:
@@ -28,3 +33,35 @@ def test_another_os_error_is_not_the_databases(tmp_path: Path) -> None:
     elsewhere = PermissionError(errno.EACCES, "Permission denied", "/etc/elsewhere")
     assert explain(busy, _settings(tmp_path)) is None
     assert explain(elsewhere, _settings(tmp_path)) is None
+
+
+_SHOW_INHERITED = (
+    "import sys; from maskmail.startup import inherited_socket as found; "
+    "print([None if s is None else s.getsockname()[1] for s in map(found, map(int, sys.argv[1:]))])"
+)
+
+
+def _inherited(sockets: list[socket.socket], *ports: int, pid: str = "$$") -> str:
+    command, passed = activated([sys.executable, "-c", _SHOW_INHERITED, *map(str, ports)], sockets)
+    command[2] = command[2].replace("LISTEN_PID=$$", f"LISTEN_PID={pid}")
+    try:
+        done = subprocess.run(command, pass_fds=passed, capture_output=True, text=True, timeout=60)
+    finally:
+        for fd in passed:
+            os.close(fd)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_sockets_passed_by_systemd_are_found_by_port() -> None:
+    with (
+        socket.create_server(("127.0.0.1", 0)) as one,
+        socket.create_server(("127.0.0.1", 0)) as two,
+    ):
+        ports = [one.getsockname()[1], two.getsockname()[1]]
+        other = ports[0] + ports[1]  # not passed
+        assert (
+            _inherited([one, two], ports[1], other, ports[0]) == f"[{ports[1]}, None, {ports[0]}]"
+        )
+        # Meant for another process (a parent's variables inherited): not taken.
+        assert _inherited([one, two], ports[0], pid="1") == "[None]"

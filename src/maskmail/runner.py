@@ -107,6 +107,8 @@ async def run_smtp(
     """The mail plane alone, until SIGINT or SIGTERM; with ``health_port``, the probes
     are served there (and uvicorn owns the signals, as in ``run_up``)."""
     if health_port is not None:
+        # Taken before SMTP listens, so a busy port is one line and nothing was served.
+        health_socket = bind(host, health_port, "the health probes", "--health-port")
         async with _smtp(settings, host, port) as engine:
             readiness = Readiness.of(engine, smtp=(host, port))
             config = uvicorn.Config(
@@ -115,7 +117,7 @@ async def run_smtp(
                 port=health_port,
                 **uvicorn_options(False),  # type: ignore[arg-type]
             )
-            await uvicorn.Server(config).serve()
+            await uvicorn.Server(config).serve(sockets=[health_socket])
         return
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

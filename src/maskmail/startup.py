@@ -81,6 +81,37 @@ def bind(host: str, port: int, what: str, option: str) -> socket.socket:
     return sock
 
 
+# sd_listen_fds(3): the first socket systemd passes is file descriptor 3.
+_FIRST_PASSED_FD = 3
+
+
+def inherited_socket(port: int) -> socket.socket | None:
+    """The listening socket on ``port`` that systemd passed to this process (socket
+    activation, deploy/systemd/maskmail-smtp.socket), or None.
+
+    systemd holds such a socket while the service restarts: connections made meanwhile
+    wait in its queue for the next process instead of being refused, so Postfix's
+    lookups and deliveries wait a few seconds rather than fail (docs/operations.md).
+    """
+    if os.environ.get("LISTEN_PID") != str(os.getpid()):
+        return None
+    try:
+        count = int(os.environ.get("LISTEN_FDS", "0"))
+    except ValueError:
+        return None
+    for fd in range(_FIRST_PASSED_FD, _FIRST_PASSED_FD + count):
+        try:
+            sock = socket.socket(fileno=fd)
+        except OSError:
+            continue
+        address = sock.getsockname()
+        if sock.type == socket.SOCK_STREAM and isinstance(address, tuple) and address[1] == port:
+            sock.setblocking(False)
+            return sock
+        sock.detach()  # not ours to close
+    return None
+
+
 def listen_failure(exc: OSError, host: str, port: int, what: str, option: str) -> StartupError:
     if exc.errno == errno.EADDRINUSE:
         return StartupError(

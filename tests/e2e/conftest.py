@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +107,8 @@ class BehindPostfix:
     log: Path  # Postfix's log
     # What the doc's commands before ``maskmail up`` printed (the DKIM record).
     printed: list[str]
+    # Stops maskmail and starts it again, as ``systemctl restart`` does.
+    restart: Callable[[], None]
 
 
 @contextmanager
@@ -119,9 +122,12 @@ def behind_postfix(
     owners_domain: str,
     env: dict[str, str] | None = None,
     outside_domains: tuple[str, ...] = (),
+    socket_unit: bool = False,
 ) -> Iterator[BehindPostfix]:
     """Mail for ``owners_domain`` and ``outside_domains`` goes on to ``sink``; ``env``
-    adds maskmail settings."""
+    adds maskmail settings. With ``socket_unit``, the test holds maskmail's SMTP and
+    policy sockets and passes them to each maskmail process, as
+    deploy/systemd/maskmail-smtp.socket does."""
     ports = Ports(
         inbound=free_port(),
         smarthost=free_port(),
@@ -143,10 +149,35 @@ def behind_postfix(
         result = run_cli(settings, *command)
         assert result.returncode == 0, result.stderr
         printed.append(result.stdout)
+    held = ExitStack()
+    sockets = (
+        [held.enter_context(_listening(p)) for p in (ports.maskmail, ports.policy)]
+        if socket_unit
+        else []
+    )
+    process = ExitStack()
+
+    def start() -> None:
+        process.enter_context(
+            running(
+                settings,
+                *up,
+                "--api-port",
+                str(api_port),
+                port=api_port,
+                log=deployment.tmp / "up.log",
+                sockets=sockets,
+            )
+        )
+
+    def restart() -> None:
+        process.close()
+        start()
+
+    start()
     with (
-        running(
-            settings, *up, "--api-port", str(api_port), port=api_port, log=deployment.tmp / "up.log"
-        ),
+        held,
+        process,
         running_postfix(
             domain=domain,
             owners_domain=owners_domain,
@@ -160,7 +191,13 @@ def behind_postfix(
         with httpx.Client(
             base_url=f"http://{HOST}:{api_port}", headers={"Authorization": f"Bearer {key}"}
         ) as api:
-            yield BehindPostfix(api=api, ports=ports, log=log, printed=printed)
+            yield BehindPostfix(api=api, ports=ports, log=log, printed=printed, restart=restart)
+
+
+def _listening(port: int) -> socket.socket:
+    sock = socket.create_server((HOST, port))
+    sock.listen(128)
+    return sock
 
 
 OWNERS_DOMAIN = "owners.example"  # the users' own mail provider, reached through the sink
@@ -181,6 +218,7 @@ class Front:
         key: str,
         outside_domains: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        socket_unit: bool = False,
     ) -> AbstractContextManager[BehindPostfix]:
         return behind_postfix(
             self.deployment,
@@ -191,6 +229,7 @@ class Front:
             owners_domain=OWNERS_DOMAIN,
             env=env,
             outside_domains=outside_domains,
+            socket_unit=socket_unit,
         )
 
 

@@ -71,8 +71,9 @@ def busy_port() -> Iterator[int]:
             "--policy-port",
         ),
         (("smtp", "--port", "{free}", "--policy-port", "{busy}"), "--policy-port"),
+        (("smtp", "--port", "{free}", "--health-port", "{busy}"), "--health-port"),
     ],
-    ids=["up-api", "up-smtp", "serve", "smtp", "up-policy", "smtp-policy"],
+    ids=["up-api", "up-smtp", "serve", "smtp", "up-policy", "smtp-policy", "smtp-health"],
 )
 def test_a_busy_port(tmp_path: Path, busy_port: int, args: tuple[str, ...], option: str) -> None:
     filled = [a.format(busy=busy_port, free=free_port()) for a in args]

@@ -103,9 +103,9 @@ async def test_policy_and_rcpt_give_one_answer(
         (alias, "mallory@stranger.example", "550 5.7.1"),
         (alias, "", "550 5.7.1"),
         (unknown_alias, mask.owner, "550 5.1.1"),
-        (bounce_address(mask.address_id, now, b"forged", DOMAIN), "", "550 5.7.1"),
+        (bounce_address(mask.address_id, now, b"forged", DOMAIN), "", "550 5.1.1"),
         (bounce_address(mask.address_id, now, secret, DOMAIN), "", None),
-        (bounce_address(mask.address_id, now - 8 * DAY, secret, DOMAIN), "", "550 5.7.1"),
+        (bounce_address(mask.address_id, now - 8 * DAY, secret, DOMAIN), "", "550 5.1.1"),
     ]
     for recipient, sender, refusal in cases:
         action = await ask(planes.policy, recipient, sender)

@@ -18,7 +18,6 @@ from maskmail.core.errors import (
     AddressNotFound,
     DeliveryDeferred,
     DeliveryRefused,
-    RelayDenied,
 )
 from maskmail.mail import replies
 from maskmail.mail.context import MailContext
@@ -38,14 +37,16 @@ def _bounced(ctx: MailContext, mailbox: Mailbox) -> bounces.BounceOf:
     now = int(ctx.clock().timestamp())
     found = bounces.bounced(mailbox.local, now, ctx.bounce_secret)
     if found is None:
-        # Forged, tampered with, or older than its week: not a bounce of ours.
-        raise RelayDenied("not a bounce address of ours")
+        # Forged, tampered with, or older than its week: no such address here. Not
+        # "Relaying denied": the domain is ours, and the answer is the one an unknown
+        # relay address gets, so a prober learns nothing from the shape.
+        raise AddressNotFound("not a bounce address of ours")
     return found
 
 
 async def bounce_recipient(ctx: MailContext, mailbox: Mailbox) -> int:
-    """The relay address a bounce recipient stands for; RelayDenied (550 5.7.1) for a bad
-    or expired signature, AddressNotFound when the relay address is gone."""
+    """The relay address a bounce recipient stands for; AddressNotFound (550 5.1.1) for
+    a bad or expired signature, and when the relay address is gone."""
     found = _bounced(ctx, mailbox)
     async with transaction(ctx.engine, readonly=True) as conn:
         if not await store.address_exists(conn, found.address_id, made_before=found.made_before):

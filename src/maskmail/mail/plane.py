@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -137,15 +136,14 @@ async def mail_plane(
                 )
             on_started()
             try:
-                yield server
+                yield server.server
             finally:
-                server.close()
+                # An orderly stop (docs/operations.md): nothing new is accepted, the
+                # requests and messages under way are answered, and the rest is closed.
+                stops = [server.stop(CLOSE_TIMEOUT)]
                 if policy is not None:
-                    policy.close()
-                # Since Python 3.12 this also waits for open sessions; do not wait forever
-                # (the sessions left are cancelled with the loop).
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(server.wait_closed(), CLOSE_TIMEOUT)
+                    stops.append(policy.stop(CLOSE_TIMEOUT))
+                await asyncio.gather(*stops)
                 await outbound.close()
     finally:
         rewriters.shutdown(wait=False, cancel_futures=True)

@@ -16,13 +16,14 @@ import logging
 from maskmail.core.errors import MaskmailError
 from maskmail.mail import recipients, replies, socketmap
 from maskmail.mail.context import MailContext
+from maskmail.mail.draining import OpenConnections
 from maskmail.mail.policy_protocol import (
     MAX_LINE,
     PolicyProtocolError,
     answer,
     read_request,
 )
-from maskmail.startup import listen_failure
+from maskmail.startup import inherited_socket, listen_failure
 
 log = logging.getLogger(__name__)
 
@@ -65,18 +66,50 @@ async def decide(ctx: MailContext, request: dict[str, str]) -> str:
 
 
 class PolicyServer:
-    """Serves each Postfix connection's requests in turn, until it goes quiet or away."""
+    """Serves each Postfix connection's requests in turn, until it goes quiet or away,
+    or the service stops."""
 
     def __init__(self, ctx: MailContext, *, idle_timeout: float) -> None:
         self.ctx = ctx
         self.idle_timeout = idle_timeout
-        self.open = 0
+        self.connections = OpenConnections()
+        self.stopping = False
+        self.idle: set[asyncio.StreamWriter] = set()
+        self.listener: asyncio.Server | None = None
+
+    async def stop(self, grace: float) -> None:
+        """Stop accepting and close every connection between requests, so that Postfix
+        reconnects on its next lookup (its socketmap and policy clients retry a closed
+        connection once); a request being answered is answered first, for up to
+        ``grace`` seconds."""
+        self.stopping = True
+        if self.listener is not None:
+            self.listener.close()
+        for writer in list(self.idle):
+            writer.close()
+        await self.connections.ended(grace)
+
+    async def _next_byte(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, first: bool = False
+    ) -> bytes:
+        """The first byte of the next request; b"" when the client or the service is
+        done. The connection is idle while it waits, and a stop closes it then. A
+        connection accepted before the stop has its request answered: Postfix connected
+        to send one, and retries only once."""
+        if self.stopping and not first:
+            return b""
+        self.idle.add(writer)
+        try:
+            async with asyncio.timeout(self.idle_timeout):
+                return await reader.read(1)
+        finally:
+            self.idle.discard(writer)
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.open >= MAX_CONNECTIONS:
+        if self.connections.count >= MAX_CONNECTIONS:
             writer.close()
             return
-        self.open += 1
+        self.connections.opened()
         try:
             await self._requests(reader, writer)
         except PolicyProtocolError as exc:
@@ -88,21 +121,26 @@ class PolicyServer:
             # no answer, applies its default action (451 4.3.5).
             log.exception("unexpected error in the policy service")
         finally:
-            self.open -= 1
+            self.connections.closed()
             writer.close()
 
     async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # The port also answers Postfix's socketmap lookups (mail/socketmap.py): the
         # first byte tells the two protocols apart.
-        async with asyncio.timeout(self.idle_timeout):
-            first = await reader.read(1)
+        first = await self._next_byte(reader, writer, first=True)
         if socketmap.starts_request(first):
-            await socketmap.serve(self.ctx, reader, writer, first, self.idle_timeout)
+            await socketmap.serve(
+                self.ctx,
+                reader,
+                writer,
+                first,
+                lambda: self._next_byte(reader, writer),
+                self.idle_timeout,
+            )
             return
-        while True:
+        while first:
             async with asyncio.timeout(self.idle_timeout):
                 request = await read_request(reader, first)
-                first = b""
             if request is None:
                 return
             try:
@@ -113,14 +151,25 @@ class PolicyServer:
             writer.write(answer(action))
             async with asyncio.timeout(self.idle_timeout):
                 await writer.drain()
+            first = await self._next_byte(reader, writer)
 
 
 async def start_policy(
     ctx: MailContext, *, host: str, port: int, idle_timeout: float
-) -> asyncio.Server:
-    """Listen for Postfix's ``check_policy_service inet:host:port``."""
+) -> PolicyServer:
+    """Listen for Postfix's ``check_policy_service inet:host:port`` (or on the socket
+    systemd passed for that port)."""
     server = PolicyServer(ctx, idle_timeout=idle_timeout)
+    inherited = inherited_socket(port)
     try:
-        return await asyncio.start_server(server.serve, host=host, port=port, limit=MAX_LINE)
+        if inherited is not None:
+            server.listener = await asyncio.start_server(
+                server.serve, sock=inherited, limit=MAX_LINE
+            )
+        else:
+            server.listener = await asyncio.start_server(
+                server.serve, host=host, port=port, limit=MAX_LINE
+            )
     except OSError as exc:
         raise listen_failure(exc, host, port, "the policy service", "--policy-port") from exc
+    return server

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from aiosmtpd.smtp import SMTP
 
 from maskmail.mail import replies
+from maskmail.mail.draining import OpenConnections
 from maskmail.mail.handler import RelayHandler
-from maskmail.startup import listen_failure
+from maskmail.startup import inherited_socket, listen_failure
 
 
 class ConnectionGate:
@@ -20,23 +23,26 @@ class ConnectionGate:
     def __init__(self, limit: int, per_client: int) -> None:
         self.limit = limit
         self.per_client = per_client
-        self.open = 0
+        self.connections = OpenConnections()
         self.by_client: Counter[str] = Counter()
+        self.transports: set[asyncio.BaseTransport] = set()
 
     def refusal(self, client: str) -> str | None:
         """The line to refuse a new connection from ``client`` with, or None to admit it."""
-        if self.open >= self.limit:
+        if self.connections.count >= self.limit:
             return replies.TOO_MANY_CONNECTIONS
         if self.by_client[client] >= self.per_client:
             return replies.TOO_MANY_FROM_CLIENT
         return None
 
-    def admit(self, client: str) -> None:
-        self.open += 1
+    def admit(self, client: str, transport: asyncio.BaseTransport) -> None:
+        self.connections.opened()
         self.by_client[client] += 1
+        self.transports.add(transport)
 
-    def release(self, client: str) -> None:
-        self.open -= 1
+    def release(self, client: str, transport: asyncio.BaseTransport) -> None:
+        self.connections.closed()
+        self.transports.discard(transport)
         self.by_client[client] -= 1
         if self.by_client[client] <= 0:
             del self.by_client[client]
@@ -54,6 +60,7 @@ class RelaySMTP(SMTP):
         super().__init__(handler, **kwargs)
         self._gate = gate
         self._client: str | None = None
+        self._first_transport: asyncio.BaseTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if self._client is None:
@@ -63,14 +70,37 @@ class RelaySMTP(SMTP):
                 _say(transport, refusal)
                 transport.close()
                 return
-            self._gate.admit(client)
+            self._gate.admit(client, transport)
             self._client = client
-        super().connection_made(transport)
+            self._first_transport = transport
+            super().connection_made(transport)
+            self._tie_session_to_transport()
+            return
+        super().connection_made(transport)  # again, with the TLS transport after STARTTLS
+
+    def _tie_session_to_transport(self) -> None:
+        """When the session's task ends, for whatever reason, close the transport, so
+        that ``connection_lost`` gives the places back.
+
+        aiosmtpd cancels the task when the client hangs up (EOF) or resets, but leaves
+        the transport open when the task had not started yet or was not awaiting a read:
+        under uvloop a bare connect and close then held its places until the idle
+        timeout. One rule for every state a connection can die in.
+        """
+        task = self._handler_coroutine
+        if task is not None:
+            task.add_done_callback(self._hang_up)
+
+    def _hang_up(self, _task: asyncio.Task[None]) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
 
     def connection_lost(self, error: Exception | None) -> None:
         if self._client is None:
             return
-        self._gate.release(self._client)
+        if self._first_transport is not None:
+            self._gate.release(self._client, self._first_transport)
         self._client = None
         super().connection_lost(error)
 
@@ -103,6 +133,28 @@ def _say(transport: asyncio.BaseTransport, line: str) -> None:
         write(f"{line}\r\n".encode())
 
 
+@dataclass
+class SmtpServer:
+    """The listening server and the sessions it holds."""
+
+    server: asyncio.Server
+    gate: ConnectionGate
+
+    def close(self) -> None:
+        self.server.close()
+
+    async def stop(self, grace: float) -> None:
+        """Stop accepting, let open sessions end by themselves for up to ``grace``
+        seconds (a message in DATA is finished, Postfix's cached idle connections
+        expire), then close what is left."""
+        self.server.close()
+        await self.gate.connections.ended(grace)
+        for transport in list(self.gate.transports):
+            transport.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.server.wait_closed(), 1.0)
+
+
 async def start_smtp(
     handler: RelayHandler,
     *,
@@ -113,8 +165,9 @@ async def start_smtp(
     max_connections: int,
     max_per_client: int,
     idle_timeout: float,
-) -> asyncio.Server:
-    """Listen on ``host:port``; the banner names the host and nothing about the software."""
+) -> SmtpServer:
+    """Listen on ``host:port`` (or on the socket systemd passed for that port); the
+    banner names the host and nothing about the software."""
     loop = asyncio.get_running_loop()
     gate = ConnectionGate(max_connections, max_per_client)
 
@@ -131,7 +184,10 @@ async def start_smtp(
             loop=loop,
         )
 
+    inherited = inherited_socket(port)
     try:
-        return await loop.create_server(factory, host=host, port=port)
+        if inherited is not None:
+            return SmtpServer(await loop.create_server(factory, sock=inherited), gate)
+        return SmtpServer(await loop.create_server(factory, host=host, port=port), gate)
     except OSError as exc:
         raise listen_failure(exc, host, port, "SMTP", "--smtp-port (up) or --port (smtp)") from exc

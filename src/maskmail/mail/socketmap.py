@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from maskmail.core.errors import MaskmailError
 from maskmail.mail import custom_domains
@@ -72,13 +73,15 @@ async def serve(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     first: bytes,
+    next_byte: Callable[[], Awaitable[bytes]],
     idle_timeout: float,
 ) -> None:
-    """Answer requests until the connection goes quiet or away."""
+    """Answer requests until ``next_byte``, waiting for the next one, says the
+    connection went quiet or away or the service stops."""
     while first:
         async with asyncio.timeout(idle_timeout):
             request = await read_request(reader, first)
         writer.write(netstring(await lookup(ctx, request)))
         async with asyncio.timeout(idle_timeout):
             await writer.drain()
-            first = await reader.read(1)
+        first = await next_byte()
