@@ -261,13 +261,11 @@ Checkout = Callable[[], AbstractAsyncContextManager[Driver]]
 class DriverPool:
     """Driver connections from the engine's pool, one per ``async with``.
 
-    With ``keep``, up to that many connections stay checked out between uses, each for
-    at most ``KEEP_SECONDS`` from leaving SQLAlchemy's pool: handing one back and taking
-    it again through SQLAlchemy (two greenlet switches, the pool's bookkeeping and a
-    reset) cost a noticeable share of a short request. A connection is kept only when
-    it is outside any transaction; after that time it goes back through the pool as
-    usual (so its recycling and reset still happen), and an outage drops every kept
-    one. ``close`` hands them back; the owner calls it before disposing of the engine.
+    With ``keep``, up to that many stay checked out between uses (docs/architecture.md,
+    the fast path), each for at most ``KEEP_SECONDS`` from leaving SQLAlchemy's pool and
+    only when outside any transaction; then it goes back through the pool as usual, so
+    its recycling and reset still happen. An outage drops every kept one. ``close``
+    hands them back: its owner calls it before disposing of the engine.
     """
 
     def __init__(self, engine: AsyncEngine, keep: int = 0) -> None:
