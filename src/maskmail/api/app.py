@@ -48,6 +48,8 @@ DESCRIPTION = (
 )
 # Attempts at one mailbox's verification code: a 6-digit code is not guessed at this pace.
 MAILBOX_CODE_RATE = "5/hour"
+# Driver connections the hot routes keep between requests (store/driver.py DriverPool).
+KEPT_CONNECTIONS = 4
 CORS_HEADERS = (
     "Authorization",
     "Authentication",
@@ -81,7 +83,7 @@ def create_app(
             pool_size=settings.db_pool_size,
             timeout=settings.db_timeout,
         )
-        app.state.drivers = DriverPool(app.state.engine)
+        app.state.drivers = drivers = DriverPool(app.state.engine, keep=KEPT_CONNECTIONS)
         app.state.readiness = Readiness.of(app.state.engine, smtp=listener)
         if engine is None:  # a given engine is watched (and told in the log) by its owner
             metrics.watch_pool(app.state.engine, "api")
@@ -96,6 +98,7 @@ def create_app(
             yield
         finally:
             app.state.memo.clear()
+            await drivers.close()
             await app.state.limiter.close()
             await app.state.signin_limiter.close()
             await app.state.code_limiter.close()
@@ -116,6 +119,9 @@ def create_app(
         redoc_url=None,
         # Scripts often send JSON without a Content-Type; Bearer auth rules out CSRF.
         strict_content_type=False,
+        # maskmail exports no OpenTelemetry (its metrics are api/metrics.py); off, FastAPI
+        # skips looking for a configured provider on every request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     errors.install(app)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
@@ -250,21 +251,65 @@ async def as_driver(conn: AsyncConnection | Driver) -> Driver:
     return await driver_of(conn) if isinstance(conn, AsyncConnection) else conn
 
 
+# How long a DriverPool keeps a connection out of SQLAlchemy's pool, at most.
+KEEP_SECONDS = 30.0
+
 # Where a request gets its driver connection: ``DriverPool`` in production.
 Checkout = Callable[[], AbstractAsyncContextManager[Driver]]
 
 
 class DriverPool:
-    """Driver connections from the engine's pool, one per ``async with``."""
+    """Driver connections from the engine's pool, one per ``async with``.
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    With ``keep``, up to that many stay checked out between uses (docs/architecture.md,
+    the fast path), each for at most ``KEEP_SECONDS`` from leaving SQLAlchemy's pool and
+    only when outside any transaction; then it goes back through the pool as usual, so
+    its recycling and reset still happen. An outage drops every kept one. ``close``
+    hands them back: its owner calls it before disposing of the engine.
+    """
+
+    def __init__(self, engine: AsyncEngine, keep: int = 0) -> None:
         self._engine = engine
         self._dialect = engine.dialect.name
+        size = getattr(engine.sync_engine.pool, "size", lambda: 0)()
+        # Never more than half the pool, so SQLAlchemy's own users always find one.
+        self._keep = min(keep, size // 2)
+        self._kept: list[tuple[float, Any]] = []
+
+    async def _take(self) -> tuple[float, Any]:
+        if self._kept:
+            return self._kept.pop()
+        return time.monotonic(), await self._engine.raw_connection()
+
+    def _idle(self, pooled: Any) -> bool:
+        conn = pooled.driver_connection
+        if self._dialect == "sqlite":
+            return not conn.sqlite.in_transaction
+        return not conn.is_in_transaction() and not conn.is_closed()
+
+    async def _give_back(self, since: float, pooled: Any) -> None:
+        if (
+            len(self._kept) < self._keep
+            and time.monotonic() - since < KEEP_SECONDS
+            and self._idle(pooled)
+        ):
+            self._kept.append((since, pooled))
+            return
+        # Returning it may roll back through the async adapter: needs a greenlet.
+        await greenlet_spawn(pooled.close)
+
+    async def close(self) -> None:
+        while self._kept:
+            await greenlet_spawn(self._kept.pop()[1].close)
+
+    async def _drop_kept(self) -> None:
+        while self._kept:
+            await greenlet_spawn(self._kept.pop()[1].invalidate)
 
     @asynccontextmanager
     async def __call__(self) -> AsyncIterator[Driver]:
         with unavailable_on_outage():
-            pooled = await self._engine.raw_connection()
+            since, pooled = await self._take()
             try:
                 if self._dialect == "sqlite":
                     yield _wrap(pooled, self._dialect, managed=False)
@@ -279,7 +324,7 @@ class DriverPool:
                 # again. After an outage the others in the pool are dead too; a new pool
                 # replaces them, as SQLAlchemy does when it sees a disconnect itself.
                 if isinstance(exc, MaskmailError) or is_refusal(exc):
-                    await greenlet_spawn(pooled.close)
+                    await self._give_back(since, pooled)
                     raise
                 if isinstance(exc, TimeoutError):
                     # Past MASKMAIL_DB_TIMEOUT the server is not answering: drop the
@@ -287,7 +332,7 @@ class DriverPool:
                     _terminate(pooled)
                 await greenlet_spawn(pooled.invalidate)
                 if is_outage(exc):
+                    await self._drop_kept()
                     await self._engine.dispose(close=False)
                 raise
-            # Returning it may roll back through the async adapter: needs a greenlet.
-            await greenlet_spawn(pooled.close)
+            await self._give_back(since, pooled)
