@@ -295,7 +295,7 @@ def test_the_debian_recipe_runs_and_mail_goes_in_and_out(private_root: Path, sin
     }
     # Installed from the lock, as a copy: nothing in the program points at the checkout.
     [package] = private.path("/opt/maskmail").glob("lib/python3*/site-packages/maskmail")
-    assert (package / "cli.py").is_file()
+    assert (package / "cli" / "__init__.py").is_file()
     links = [p.read_text() for p in package.parent.glob("*.pth")]
     assert not [t for t in links if "/usr/local/src" in t], links
     env_file = private.path("/etc/maskmail/maskmail.env").read_text()

@@ -1,0 +1,5 @@
+"""``python -m maskmail``: the ``maskmail`` command."""
+
+from maskmail.cli import main
+
+main()
