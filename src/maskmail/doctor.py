@@ -33,7 +33,7 @@ from maskmail.store.engine import create_engine
 # Network checks answer in milliseconds when things work; a whole check gets this long.
 TIMEOUT = 5.0
 MILTER = "127.0.0.1:11332"  # rspamd's proxy worker, as docs/postfix.md sets it up
-MAX_SKEW = 30.0  # seconds; DKIM signatures and TOTP codes tolerate little more
+MAX_SKEW = 30.0  # seconds; DKIM signatures carry the time they were made
 # A name no user can hold (RFC 6761): the socketmap and policy service must say so.
 NOBODY_DOMAIN = "doctor.invalid"
 
