@@ -133,7 +133,16 @@ class Doctor:
     async def redis(self) -> list[Check]:
         if not self.settings.redis_url:
             return [Check("redis", True, "not set: each process counts rate limits alone")]
-        await self._redis_time()
+        try:
+            await self._redis_time()
+        except RedisDown as exc:
+            return [
+                Check(
+                    "redis",
+                    False,
+                    f"does not answer ({exc}): check MASKMAIL_REDIS_URL and that Redis runs",
+                )
+            ]
         return [Check("redis", True, "answers")]
 
     async def _redis_time(self) -> float:
@@ -334,9 +343,10 @@ class Doctor:
         """This host's clock against the database server's and Redis's, where there are."""
         references: dict[str, float] = {}
         if self.engine is not None and self.engine.dialect.name == "postgresql":
-            async with self.engine.connect() as conn:
-                now = await conn.scalar(text("SELECT extract(epoch FROM clock_timestamp())"))
-            references["the database server"] = float(now)
+            with contextlib.suppress(Exception):  # the database's own line says why
+                async with self.engine.connect() as conn:
+                    now = await conn.scalar(text("SELECT extract(epoch FROM clock_timestamp())"))
+                references["the database server"] = float(now)
         if self.settings.redis_url:
             with contextlib.suppress(RedisDown):  # its own line says so
                 references["Redis"] = await self._redis_time()
