@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from maskmail.core.dkim_keys import txt_value
 from maskmail.doctor import Check, Doctor
 from maskmail.mail.dkim import generate_key
 from maskmail.mail.plane import mail_plane
+from maskmail.mail.socketmap import netstring
 from maskmail.store.engine import create_engine
 from tests.dns_server import running_dns
 from tests.sink import HOST, Sink
@@ -69,8 +71,8 @@ class SetUp:
     zone: dict[str, list[tuple[str, str]]]
     milter: tuple[str, int]
     now: Callable[[], float] = time.time
-    plane_database: str = ""
-    policy_stand_in: bool = False
+    # In place of maskmail's policy port: the socketmap's reply, and the policy's.
+    stand_in: tuple[bytes, bytes] | None = None
     milter_up: bool = True
     values: dict[str, Any] = field(default_factory=dict)
 
@@ -86,14 +88,15 @@ class SetUp:
     async def _services(self, settings: Settings) -> AsyncIterator[None]:
         milter = await asyncio.start_server(_hang_up, *self.milter) if self.milter_up else None
         try:
-            if self.policy_stand_in:
-                server = await asyncio.start_server(_socketmap_only, HOST, settings.policy_port)
+            if self.stand_in is not None:
+                server = await asyncio.start_server(
+                    partial(_stand_in, *self.stand_in), HOST, settings.policy_port
+                )
                 async with server:
                     yield
             else:
                 # The plane runs as set up: only the doctor sees the broken settings.
-                url = self.plane_database or self.settings.resolved_database_url
-                engine = create_engine(url, pool_size=2, timeout=1)
+                engine = create_engine(self.settings.resolved_database_url, pool_size=2)
                 try:
                     async with mail_plane(self.settings, engine, host=HOST, port=free_port()):
                         yield
@@ -108,14 +111,17 @@ async def _hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -
     writer.close()
 
 
-async def _socketmap_only(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Answers socketmap look-ups like maskmail, and policy requests with nonsense."""
+async def _stand_in(
+    socketmap: bytes, policy: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """Answers one socketmap look-up or one policy request with the reply given."""
     first = await reader.read(1)
     if first.isdigit():
         await reader.readuntil(b",")
-        writer.write(b"9:NOTFOUND ,")
+        writer.write(netstring(socketmap))
     else:
-        writer.write(b"hello\n\n")
+        await reader.readuntil(b"\n\n")
+        writer.write(policy)
     await writer.drain()
     writer.close()
 
@@ -175,10 +181,6 @@ def _data_dir_open(s: SetUp) -> None:
     s.settings.data_dir.chmod(0o755)
 
 
-def _plane_without_database(s: SetUp) -> None:
-    s.plane_database = f"postgresql+asyncpg://postgres@127.0.0.1:{free_port()}/test"
-
-
 # Each broken piece, the lines it must fail (the migrations cannot be read without the
 # database), and a word of the fix.
 BROKEN: dict[str, tuple[Callable[[SetUp], None], set[str], str]] = {
@@ -207,8 +209,19 @@ BROKEN: dict[str, tuple[Callable[[SetUp], None], set[str], str]] = {
         "ask your hosting provider",
     ),
     "dkim key": (_no_dkim_key, {"dkim key"}, "chmod 600"),
-    "socketmap": (_plane_without_database, {"socketmap"}, "TEMP"),
-    "policy": (lambda s: setattr(s, "policy_stand_in", True), {"policy"}, "no action"),
+    # What maskmail answers while its database is down, and a service that is not maskmail's.
+    "socketmap": (
+        lambda s: setattr(
+            s, "stand_in", (b"TEMP the database is unavailable", b"action=DUNNO\n\n")
+        ),
+        {"socketmap"},
+        "TEMP the database is unavailable",
+    ),
+    "policy": (
+        lambda s: setattr(s, "stand_in", (b"NOTFOUND ", b"hello\n\n")),
+        {"policy"},
+        "no action",
+    ),
     "milter": (lambda s: setattr(s, "milter_up", False), {"milter"}, "start rspamd"),
     "smarthost": (
         lambda s: s.set(smarthost=f"{HOST}:{free_port()}"),
