@@ -183,7 +183,7 @@ def _data_dir_open(s: SetUp) -> None:
 
 # Each broken piece, the lines it must fail (the migrations cannot be read without the
 # database), and a word of the fix.
-BROKEN: dict[str, tuple[Callable[[SetUp], None], set[str], str]] = {
+BROKEN: dict[str, tuple[Callable[[SetUp], object], set[str], str]] = {
     "database": (_no_database, {"database", "migrations"}, "run maskmail db upgrade"),
     "migrations": (_unmigrated, {"migrations"}, "run maskmail db upgrade"),
     "redis": (_redis_down, {"redis"}, "check MASKMAIL_REDIS_URL"),
