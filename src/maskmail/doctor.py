@@ -23,10 +23,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
-from maskmail.core.custom_domains import Expected, judge
+from maskmail.core.custom_domains import MX_PRIORITY, Expected, judge
 from maskmail.core.dkim_keys import txt_value
 from maskmail.dnscheck import look_up, resolver
-from maskmail.mail.socketmap import MAP, netstring
+from maskmail.mail.socketmap import MAP, MAX_REQUEST, netstring
 from maskmail.readiness import Readiness, smtp_problem
 from maskmail.store.engine import create_engine
 
@@ -36,6 +36,7 @@ MILTER = "127.0.0.1:11332"  # rspamd's proxy worker, as docs/postfix.md sets it 
 MAX_SKEW = 30.0  # seconds; DKIM signatures carry the time they were made
 # A name no user can hold (RFC 6761): the socketmap and policy service must say so.
 NOBODY_DOMAIN = "doctor.invalid"
+NOBODY_LABEL = "maskmail-doctor"  # a subdomain of the relay's that nobody claims
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +163,8 @@ class Doctor:
         return asker
 
     def _expected(self) -> Expected:
-        """The relay domain's records, by the rules of custom domains; None without a key."""
+        """The relay domain's records, by the rules of custom domains (no ownership token:
+        the relay's domain is its own)."""
         config = self.settings
         public = _public_der(config.dkim_key_path)
         dkim = txt_value(public) if public is not None else ""
@@ -193,12 +195,27 @@ class Doctor:
             if wanted.dkim_txt
             else "no DKIM key to publish: run maskmail dkim generate"
         )
+        mx = line("mx", "mx", found.mx_hosts, publish("mx"))
+        if mx.ok:
+            mx = await self._wildcard_mx(wanted)
         return [
-            line("mx", "mx", found.mx_hosts, publish("mx")),
+            mx,
             self._spf(wanted, found.domain_txt),
             line("dkim record", "dkim", found.dkim_txt, dkim_fix),
             line("dmarc", "dmarc", found.dmarc_txt, publish("dmarc")),
         ]
+
+    async def _wildcard_mx(self, wanted: Expected) -> Check:
+        """Addresses at users' subdomains need the wildcard MX of docs/deploy.md."""
+        probe = f"{NOBODY_LABEL}.{wanted.domain}"
+        try:
+            answer = await self._asker().resolve(probe, "MX", search=False)
+            hosts = [r.exchange.to_text(omit_final_dot=True).lower() for r in answer]
+        except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
+            hosts = []
+        if wanted.mail_host.lower() in hosts:
+            return Check("mx", True, "published, for subdomains too")
+        return Check("mx", False, f"publish MX *.{wanted.domain} {MX_PRIORITY} {wanted.mail_host}")
 
     def _spf(self, wanted: Expected, texts: list[str] | None) -> Check:
         """The relay's own SPF names its mail host (a custom domain's includes the relay's)."""
@@ -260,8 +277,10 @@ class Doctor:
         try:
             writer.write(netstring(f"{MAP} {NOBODY_DOMAIN}".encode()))
             await writer.drain()
-            size = await reader.readuntil(b":")
-            reply = (await reader.readexactly(int(size[:-1]) + 1))[:-1]
+            size = int((await reader.readuntil(b":"))[:-1])
+            if size > MAX_REQUEST:
+                return [Check("socketmap", False, "answers no socketmap reply: see maskmail's log")]
+            reply = (await reader.readexactly(size + 1))[:-1]
         finally:
             writer.close()
         if reply.startswith(b"NOTFOUND"):
@@ -397,10 +416,3 @@ def _public_der(path: Path) -> bytes | None:
     return key.public_key().public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-
-
-def parse_address(value: str) -> tuple[str, int]:
-    """``host:port`` as the settings read it."""
-    from maskmail.config import _split_host_port
-
-    return _split_host_port(value)

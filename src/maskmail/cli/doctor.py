@@ -22,10 +22,11 @@ def doctor(
     import asyncio
     import json
 
-    from maskmail.doctor import Doctor, parse_address
+    from maskmail.config import split_host_port
+    from maskmail.doctor import Doctor
 
     try:
-        milter_address = parse_address(milter)
+        milter_address = split_host_port(milter)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--milter") from exc
     checks = asyncio.run(Doctor(settings(), milter=milter_address).run())
