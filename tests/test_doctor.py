@@ -270,3 +270,19 @@ def test_the_command_exits_1_and_json_has_every_check(tmp_path: Path) -> None:
     assert text.exit_code == 1
     assert "✗ database: no database at" in text.stdout
     assert len(text.stdout.splitlines()) == len(NAMES)
+
+
+def test_the_report_holds_no_password(tmp_path: Path) -> None:
+    secret = "s3cret-pw"
+    env = {
+        "MASKMAIL_DATA_DIR": str(tmp_path),
+        "MASKMAIL_DATABASE_URL": f"postgresql://maskmail:{secret}@127.0.0.1:{free_port()}/x",
+        "MASKMAIL_REDIS_URL": f"redis://:{secret}@127.0.0.1:{free_port()}/0",
+        "MASKMAIL_SMARTHOST": f"127.0.0.1:{free_port()}",
+        "MASKMAIL_DNS_RESOLVER": f"127.0.0.1:{free_port()}",
+    }
+    for flags in ([], ["--json"]):
+        result = CliRunner().invoke(app, ["doctor", *flags], env=env)
+        assert result.exit_code == 1
+        assert "database" in result.output and "redis" in result.output
+        assert secret not in result.output

@@ -11,44 +11,25 @@ import stat
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-import dns.asyncresolver
-import dns.exception
-import dns.resolver
-import dns.reversename
-from cryptography.hazmat.primitives import serialization
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
-from maskmail.core.custom_domains import MX_PRIORITY, Expected, judge
-from maskmail.core.dkim_keys import txt_value
-from maskmail.dnscheck import look_up, resolver
+from maskmail.doctor.records import ptr, public_der, relay_records
+from maskmail.doctor.report import TIMEOUT, Check
 from maskmail.mail.socketmap import MAP, MAX_REQUEST, netstring
 from maskmail.readiness import Readiness, smtp_problem
 from maskmail.store.engine import create_engine
 
-# Network checks answer in milliseconds when things work; a whole check gets this long.
-TIMEOUT = 5.0
-MILTER = "127.0.0.1:11332"  # rspamd's proxy worker, as docs/postfix.md sets it up
+__all__ = ["Check", "Doctor"]
+
 MAX_SKEW = 30.0  # seconds; DKIM signatures carry the time they were made
 # A name no user can hold (RFC 6761): the socketmap and policy service must say so.
 NOBODY_DOMAIN = "doctor.invalid"
-NOBODY_LABEL = "maskmail-doctor"  # a subdomain of the relay's that nobody claims
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One line of the report: ``detail`` is what was found, or, failing, the fix."""
-
-    name: str
-    ok: bool
-    detail: str
-
-    def json(self) -> dict[str, object]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
 @dataclass
@@ -67,8 +48,10 @@ class Doctor:
             groups = await asyncio.gather(
                 self._guard(("database", "migrations"), self.database),
                 self._guard(("redis",), self.redis),
-                self._guard(("mx", "spf", "dkim record", "dmarc"), self.relay_records),
-                self._guard(("ptr",), self.ptr),
+                self._guard(
+                    ("mx", "spf", "dkim record", "dmarc"), partial(relay_records, self.settings)
+                ),
+                self._guard(("ptr",), partial(ptr, self.settings)),
                 self._guard(("dkim key",), self.dkim_key),
                 self._guard(("socketmap",), self.socketmap),
                 self._guard(("policy",), self.policy),
@@ -157,103 +140,11 @@ class Doctor:
         finally:
             client.connection_pool.disconnect()
 
-    def _asker(self) -> dns.asyncresolver.Resolver:
-        asker = resolver(self.settings.dns_resolver_address)
-        asker.lifetime = TIMEOUT - 1
-        return asker
-
-    def _expected(self) -> Expected:
-        """The relay domain's records, by the rules of custom domains (no ownership token:
-        the relay's domain is its own)."""
-        config = self.settings
-        public = _public_der(config.dkim_key_path)
-        dkim = txt_value(public) if public is not None else ""
-        return Expected(
-            config.domain, "", config.dkim_selector, dkim, config.mail_hostname, config.domain
-        )
-
-    async def relay_records(self) -> list[Check]:
-        wanted = self._expected()
-        found = await look_up(self._asker(), wanted)
-        passed = judge(wanted, found, {})
-        to_publish = {r.check: r for r in wanted.records()}
-
-        def line(name: str, check: str, answered: object, fix: str) -> Check:
-            if answered is None:
-                return Check(
-                    name, False, "the DNS server did not answer; check MASKMAIL_DNS_RESOLVER"
-                )
-            return Check(name, passed[check], "published" if passed[check] else fix)
-
-        def publish(check: str) -> str:
-            record = to_publish[check]
-            value = f"{record.priority} {record.value}" if record.priority else record.value
-            return f"publish {record.type} {record.name} {value}"
-
-        dkim_fix = (
-            publish("dkim")
-            if wanted.dkim_txt
-            else "no DKIM key to publish: run maskmail dkim generate"
-        )
-        mx = line("mx", "mx", found.mx_hosts, publish("mx"))
-        if mx.ok:
-            mx = await self._wildcard_mx(wanted)
-        return [
-            mx,
-            self._spf(wanted, found.domain_txt),
-            line("dkim record", "dkim", found.dkim_txt, dkim_fix),
-            line("dmarc", "dmarc", found.dmarc_txt, publish("dmarc")),
-        ]
-
-    async def _wildcard_mx(self, wanted: Expected) -> Check:
-        """Addresses at users' subdomains need the wildcard MX of docs/deploy.md."""
-        probe = f"{NOBODY_LABEL}.{wanted.domain}"
-        try:
-            answer = await self._asker().resolve(probe, "MX", search=False)
-            hosts = [r.exchange.to_text(omit_final_dot=True).lower() for r in answer]
-        except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
-            hosts = []
-        if wanted.mail_host.lower() in hosts:
-            return Check("mx", True, "published, for subdomains too")
-        return Check("mx", False, f"publish MX *.{wanted.domain} {MX_PRIORITY} {wanted.mail_host}")
-
-    def _spf(self, wanted: Expected, texts: list[str] | None) -> Check:
-        """The relay's own SPF names its mail host (a custom domain's includes the relay's)."""
-        if texts is None:
-            return Check("spf", False, "the DNS server did not answer; check MASKMAIL_DNS_RESOLVER")
-        spf = [t for t in texts if t.lower().startswith("v=spf1")]
-        senders = {f"a:{wanted.mail_host}", "mx", "a"}
-        ok = len(spf) == 1 and bool(senders & set(spf[0].lower().split()))
-        fix = f"publish one TXT {wanted.domain} v=spf1 a:{wanted.mail_host} -all"
-        return Check("spf", ok, "published" if ok else fix)
-
-    async def ptr(self) -> list[Check]:
-        host = self.settings.mail_hostname
-        asker = self._asker()
-        addresses = await _resolve(asker, host, "A") + await _resolve(asker, host, "AAAA")
-        if not addresses:
-            return [Check("ptr", False, f"{host} has no A or AAAA record: publish one")]
-        wrong = []
-        for address in addresses:
-            names = await _resolve(asker, dns.reversename.from_address(address).to_text(), "PTR")
-            if host.lower() not in (n.lower() for n in names):
-                wrong.append(address)
-        if wrong:
-            return [
-                Check(
-                    "ptr",
-                    False,
-                    f"the PTR of {', '.join(wrong)} is not {host}: ask your hosting provider "
-                    "to set it",
-                )
-            ]
-        return [Check("ptr", True, f"{', '.join(addresses)} points back to {host}")]
-
     async def dkim_key(self) -> list[Check]:
         path = self.settings.dkim_key_path
         if not path.is_file():
             return [Check("dkim key", False, f"no key at {path}: run maskmail dkim generate")]
-        if _public_der(path) is None:
+        if public_der(path) is None:
             return [
                 Check(
                     "dkim key",
@@ -397,22 +288,3 @@ class RedisDown(Exception):
 async def _connect(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     async with asyncio.timeout(TIMEOUT - 1):
         return await asyncio.open_connection(host, port)
-
-
-async def _resolve(asker: dns.asyncresolver.Resolver, name: str, kind: str) -> list[str]:
-    try:
-        answer = await asker.resolve(name, kind, search=False)
-    except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
-        return []
-    return [r.to_text().rstrip(".") for r in answer]
-
-
-def _public_der(path: Path) -> bytes | None:
-    """The public half of the PEM private key at ``path``; None when there is none."""
-    try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except (OSError, ValueError, TypeError):
-        return None
-    return key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
