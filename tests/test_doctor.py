@@ -113,11 +113,19 @@ async def _hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -
     writer.close()
 
 
+SILENT = b"(silent)"
+
+
 async def _stand_in(
     socketmap: bytes, policy: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
-    """Answers one socketmap look-up or one policy request with the reply given."""
+    """Answers one socketmap look-up or one policy request with the reply given (or,
+    given SILENT, reads it and waits)."""
     first = await reader.read(1)
+    if socketmap == SILENT:
+        await reader.read()  # until the doctor gives up and hangs up
+        writer.close()
+        return
     if first.isdigit():
         await reader.readuntil(b",")
         writer.write(netstring(socketmap))
@@ -250,12 +258,14 @@ async def test_each_broken_piece_fails_its_own_line_with_the_fix(setup: SetUp, p
 
 
 async def test_a_check_that_hangs_fails_alone_in_time(setup: SetUp) -> None:
-    # A milter that accepts and never answers costs nothing; a DNS server that never
-    # answers costs its own lines their timeout, not the report.
+    # A DNS server that never answers, and a policy port that takes the request and
+    # never replies: their lines fail after their timeout, the others pass.
     setup.set(dns_resolver=f"127.0.0.1:{free_port()}")
+    setup.stand_in = (SILENT, SILENT)
     started = time.monotonic()
     found = failing(await setup.run())
-    assert set(found) == {"mx", "spf", "dkim record", "dmarc", "ptr"}
+    assert set(found) == {"mx", "spf", "dkim record", "dmarc", "ptr", "socketmap", "policy"}
+    assert found["policy"] == "no answer within 5 s"
     assert time.monotonic() - started < 8
 
 
