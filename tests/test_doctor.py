@@ -216,7 +216,7 @@ BROKEN: dict[str, tuple[Callable[[SetUp], object], set[str], str]] = {
     "dmarc": (
         lambda s: s.zone.update({f"_dmarc.{DOMAIN}.": [("TXT", '"v=DMARC1; p=none"')]}),
         {"dmarc"},
-        "p=quarantine",
+        f"publish TXT _dmarc.{DOMAIN} v=DMARC1; p=quarantine",
     ),
     "ptr": (
         lambda s: s.zone.update({"1.0.0.127.in-addr.arpa.": [("PTR", "elsewhere.test.")]}),
