@@ -296,3 +296,9 @@ def test_the_report_holds_no_password(tmp_path: Path) -> None:
         assert result.exit_code == 1
         assert "database" in result.output and "redis" in result.output
         assert secret not in result.output
+
+
+def test_a_milter_address_that_is_not_host_port_is_a_usage_error() -> None:
+    result = CliRunner().invoke(app, ["doctor", "--milter", "localhost"])
+    assert result.exit_code == 2
+    assert "--milter" in result.output and "host:port" in result.output

@@ -16,6 +16,10 @@ def doctor(
     milter: Annotated[
         str, typer.Option(help="host:port of rspamd's milter (Postfix's smtpd_milters).")
     ] = "127.0.0.1:11332",
+    policy_host: Annotated[
+        str,
+        typer.Option(help="Host of the policy port (MASKMAIL_POLICY_PORT), as Postfix asks it."),
+    ] = "127.0.0.1",
 ) -> None:
     """Check the database, Redis, DNS, the DKIM key, the policy service, rspamd, the
     smarthost, the data directory and the clock; exit 1 unless every check passes."""
@@ -29,7 +33,7 @@ def doctor(
         milter_address = split_host_port(milter)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--milter") from exc
-    checks = asyncio.run(Doctor(settings(), milter=milter_address).run())
+    checks = asyncio.run(Doctor(settings(), milter=milter_address, policy_host=policy_host).run())
     healthy = all(c.ok for c in checks)
     if as_json:
         typer.echo(json.dumps({"ok": healthy, "checks": [c.json() for c in checks]}))

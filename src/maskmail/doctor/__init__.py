@@ -34,10 +34,12 @@ NOBODY_DOMAIN = "doctor.invalid"
 
 @dataclass
 class Doctor:
-    """What the checks share: the settings, where rspamd listens, and the clock."""
+    """What the checks share: the settings, where rspamd and the policy service
+    listen, and the clock."""
 
     settings: Settings
     milter: tuple[str, int] = ("127.0.0.1", 11332)
+    policy_host: str = "127.0.0.1"  # where Postfix reaches the policy port
     now: Callable[[], float] = time.time
     engine: AsyncEngine | None = field(default=None, init=False)
 
@@ -158,7 +160,7 @@ class Doctor:
 
     def _policy_address(self) -> tuple[str, int] | None:
         port = self.settings.policy_port
-        return ("127.0.0.1", port) if port else None
+        return (self.policy_host, port) if port else None
 
     async def socketmap(self) -> list[Check]:
         address = self._policy_address()
