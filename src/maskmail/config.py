@@ -164,7 +164,7 @@ class Settings(BaseSettings):
     def _check_smarthost(cls, value: str) -> str:
         value = value.strip()
         if value:
-            _split_host_port(value)
+            split_host_port(value)
         return value
 
     @field_validator("trusted_relays", "metrics_allow")
@@ -207,12 +207,12 @@ class Settings(BaseSettings):
     @property
     def smarthost_address(self) -> tuple[str, int] | None:
         """``(host, port)`` of the outbound server, or None to deliver to the outbox."""
-        return _split_host_port(self.smarthost) if self.smarthost else None
+        return split_host_port(self.smarthost) if self.smarthost else None
 
     @property
     def dns_resolver_address(self) -> tuple[str, int] | None:
         """``(host, port)`` of the DNS server for custom domain checks, or None."""
-        return _split_host_port(self.dns_resolver) if self.dns_resolver else None
+        return split_host_port(self.dns_resolver) if self.dns_resolver else None
 
     @property
     def outbox_dir(self) -> Path:
@@ -243,7 +243,7 @@ class Settings(BaseSettings):
         return self.smtp_hostname or self.domain
 
 
-def _split_host_port(value: str) -> tuple[str, int]:
+def split_host_port(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     host = host.strip("[]")
     if not sep or not host or not port.isdecimal() or not 0 < int(port) < 65536:

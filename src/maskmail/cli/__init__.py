@@ -12,7 +12,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from maskmail import __version__
-from maskmail.cli import backups, db, domains, keys, serving, users
+from maskmail.cli import backups, db, doctor, domains, keys, serving, users
 from maskmail.cli.common import Fail, settings
 
 app = typer.Typer(
@@ -32,6 +32,7 @@ app.command()(backups.restore)
 app.command()(serving.serve)
 app.command()(serving.smtp)
 app.command()(serving.up)
+app.command()(doctor.doctor)
 
 
 def _print_version(value: bool) -> None:
