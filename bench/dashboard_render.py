@@ -24,7 +24,7 @@ import httpx
 import orjson
 from sqlalchemy import insert
 
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from maskmail.config import Settings
 from maskmail.store import accounts, sessions
 from maskmail.store.clock import now

@@ -142,7 +142,7 @@ def test_the_access_log_is_as_uvicorn_was_told_after_a_worker_configures_logging
     access = logging.getLogger("uvicorn.access")
     try:
         logs.configure(level="info", fmt="text", relay_domain="relay.test")  # the command
-        uvicorn.Config("maskmail.api.main:app_from_env", access_log=access_log, log_config=None)
+        uvicorn.Config("maskmail.asgi:app_from_env", access_log=access_log, log_config=None)
         logs.configure(level="info", fmt="text", relay_domain="relay.test")  # the factory
         # uvicorn's protocol logs a line per request when this logger has a handler.
         assert access.hasHandlers() is access_log

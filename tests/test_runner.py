@@ -11,8 +11,8 @@ import uvicorn
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from maskmail import app as api_app
 from maskmail import runner
-from maskmail.api import app as api_app
 from maskmail.config import Settings
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import upgrade

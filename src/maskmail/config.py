@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     redis_url: str = ""
     address_length: int = Field(default=8, ge=6, le=64)
     # Reverse proxies whose X-Forwarded-* headers are believed: IPs or networks,
-    # comma-separated, or "*" for any peer (api/forwarded.py).
+    # comma-separated, or "*" for any peer (http_shared/forwarded.py).
     trusted_proxies: str = "127.0.0.1,::1"
     db_pool_size: int = Field(default=10, ge=1)
     # Seconds a PostgreSQL connection attempt or statement may take before the API

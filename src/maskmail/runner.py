@@ -14,9 +14,9 @@ import uvicorn
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail import metrics
-from maskmail.api.app import create_app
 from maskmail.api.headcap import MAX_HEAD_BYTES, CappedHttpTools
 from maskmail.api.health import health_app
+from maskmail.app import create_app
 from maskmail.config import Settings
 from maskmail.mail.plane import mail_plane, notices_for
 from maskmail.readiness import Readiness
@@ -25,7 +25,7 @@ from maskmail.store.engine import create_engine, shown
 
 log = logging.getLogger("maskmail")
 
-APP_FACTORY = "maskmail.api.main:app_from_env"
+APP_FACTORY = "maskmail.asgi:app_from_env"
 
 
 def uvicorn_options(access_log: bool) -> dict[str, object]:

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from maskmail.config import Settings
 from maskmail.core import keys
 from maskmail.mail.plane import notices_for

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.migrate import upgrade
 from tests.api.conftest import BASE, client_for, make_settings

@@ -15,11 +15,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
-from maskmail.api.app import create_app
 from maskmail.api.bodylimit import BodyTooLarge
-from maskmail.api.deps import get_conn
 from maskmail.api.errors import problem
+from maskmail.app import create_app
 from maskmail.core.errors import RateLimited, StoreUnavailable, Unauthorized
+from maskmail.http_shared.connection import get_conn
 from maskmail.runner import uvicorn_options
 from tests.api.conftest import BASE, Caller, make_settings
 

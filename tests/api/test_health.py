@@ -11,7 +11,7 @@ import httpx
 import pytest
 from alembic import command
 
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from maskmail.readiness import smtp_problem
 from maskmail.store.migrate import alembic_config, upgrade
 from tests.api.conftest import make_settings

@@ -9,7 +9,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from maskmail.api.hot import HotRoutes, route_path
+from maskmail.api.hot import HotRoutes
+from maskmail.api.proxy import route_path
 from maskmail.core.errors import RateLimited, Unauthorized
 from tests.api.conftest import Caller
 

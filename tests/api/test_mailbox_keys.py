@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from maskmail.api.routes import mailboxes
+from maskmail.services import mailbox_keys as key_service
 from tests.api.conftest import Caller, ClientFactory, UserFactory
 from tests.pgp_keys import hung, keys
 
@@ -119,7 +119,7 @@ async def test_a_check_that_hangs_is_503_within_the_timeout_and_changes_nothing(
     reconfigured: ClientFactory, carol: Caller, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with hung() as (work, entered):
-        monkeypatch.setattr(mailboxes, "check_key", work)
+        monkeypatch.setattr(key_service, "check_key", work)
         async with reconfigured(pgp_timeout=0.5) as client:
             url = f"{MAILBOXES}/{await _mailbox_one(client, carol)}/pgp"
             started = time.monotonic()

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from tests.api.conftest import BASE, make_settings
 
 pytestmark = pytest.mark.anyio

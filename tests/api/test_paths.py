@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from starlette.routing import Match, Mount
 
-from maskmail.api.app import create_app
 from maskmail.api.proxy import Paths
+from maskmail.app import create_app
 from tests.api.conftest import make_settings
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from maskmail.mail.plane import outbound_for
 from maskmail.store.migrate import upgrade
 from tests.api.conftest import make_settings

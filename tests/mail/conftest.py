@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from maskmail.config import Settings
 from maskmail.core import keys
 from maskmail.mail.dkim import generate_key

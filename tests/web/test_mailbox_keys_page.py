@@ -8,8 +8,8 @@ import pytest
 from fastapi import FastAPI
 
 from maskmail import openpgp
-from maskmail.api.routes import mailboxes as mailbox_routes
 from maskmail.core import keys as api_keys
+from maskmail.services import mailbox_keys as key_service
 from maskmail.store import accounts, mailboxes
 from tests.pgp_keys import hung, keys
 from tests.web.conftest import Db, Person, SignIn
@@ -98,7 +98,7 @@ async def test_a_check_that_hangs_shows_the_api_message(
     ann = await sign_in("ann@example.com")
     mailbox_id, auth = await _setup(db, ann)
     with hung() as (work, entered):
-        monkeypatch.setattr(mailbox_routes, "check_key", work)
+        monkeypatch.setattr(key_service, "check_key", work)
         refused = await ann.post(f"/mailboxes/{mailbox_id}/pgp", {"public_key": keys().good})
     assert entered.is_set()
     assert refused.status_code == 503 and "could not be checked in time" in refused.text

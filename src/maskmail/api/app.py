@@ -1,27 +1,24 @@
-"""The FastAPI application: engine and limiter live for the app's lifespan."""
+"""The API's part of the app: its routes, error mapping, documentation and middleware
+(maskmail/app.py composes the app that serves it and the dashboard)."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 
 from fastapi import FastAPI
-from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 from starlette.types import Scope
 
-from maskmail import __version__, metrics
+from maskmail import __version__
 from maskmail.api import allow, contracts, docs, errors, health
 from maskmail.api.bodylimit import BodyLimit
 from maskmail.api.front import Front
 from maskmail.api.hot import HotRoutes
-from maskmail.api.memo import Memo
 from maskmail.api.metrics import RequestTimes
 from maskmail.api.metrics import router as metrics_router
 from maskmail.api.proxy import Paths
-from maskmail.api.ratelimit import Limiter
 from maskmail.api.routes import (
     addresses,
     bounces,
@@ -32,12 +29,7 @@ from maskmail.api.routes import (
     mailboxes,
     subdomains,
 )
-from maskmail.api.routes.mailboxes import Sender
 from maskmail.config import Settings
-from maskmail.readiness import Readiness
-from maskmail.store.driver import DriverPool
-from maskmail.store.engine import create_engine, shown
-from maskmail.web import router as web
 
 DESCRIPTION = (
     "Private relay addresses: generate masks, list them, switch them off, "
@@ -46,10 +38,6 @@ DESCRIPTION = (
     "SimpleLogin, so password managers (Bitwarden, Keyguard) and those services' browser "
     "extensions can create maskmail addresses; see docs/clients.md."
 )
-# Attempts at one mailbox's verification code: a 6-digit code is not guessed at this pace.
-MAILBOX_CODE_RATE = "5/hour"
-# Driver connections the hot routes keep between requests (store/driver.py DriverPool).
-KEPT_CONNECTIONS = 4
 CORS_HEADERS = (
     "Authorization",
     "Authentication",
@@ -59,55 +47,14 @@ CORS_HEADERS = (
     "X-Requested-From",
 )
 
-log = logging.getLogger("maskmail")
+# What FastAPI calls for the app's lifespan.
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 
-def create_app(
-    settings: Settings,
-    *,
-    engine: AsyncEngine | None = None,
-    listener: tuple[str, int] | None = None,
-    on_started: Callable[[], None] = lambda: None,
-    outbound: Sender | None = None,
-) -> FastAPI:
-    """The API. Given an ``engine`` (``maskmail up`` shares one with the mail plane), the
-    caller disposes of it; ``listener`` is the SMTP server's address when one runs in this
-    process; ``on_started`` runs once the lifespan has set everything up (the entry point
-    freezes the collector there); ``outbound`` sends the mailboxes' verification messages
-    (the entry points give the mail plane's smarthost or outbox)."""
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.engine = engine or create_engine(
-            settings.resolved_database_url,
-            pool_size=settings.db_pool_size,
-            timeout=settings.db_timeout,
-        )
-        app.state.drivers = drivers = DriverPool(app.state.engine, keep=KEPT_CONNECTIONS)
-        app.state.readiness = Readiness.of(app.state.engine, smtp=listener)
-        if engine is None:  # a given engine is watched (and told in the log) by its owner
-            metrics.watch_pool(app.state.engine, "api")
-            log.info("database: %s", shown(settings.resolved_database_url))
-        app.state.limiter = Limiter(settings.rate_limit, settings.redis_url)
-        app.state.signin_limiter = Limiter(settings.signin_rate_limit, settings.redis_url)
-        app.state.memo = Memo()
-        app.state.code_limiter = Limiter(MAILBOX_CODE_RATE, settings.redis_url)
-        app.state.outbound = outbound
-        on_started()
-        try:
-            yield
-        finally:
-            app.state.memo.clear()
-            await drivers.close()
-            await app.state.limiter.close()
-            await app.state.signin_limiter.close()
-            await app.state.code_limiter.close()
-            if outbound is not None:
-                await outbound.close()
-            if engine is None:
-                await app.state.engine.dispose()
-            metrics.process_exited()
-
+def new_app(settings: Settings, lifespan: Lifespan) -> FastAPI:
+    """The app with the API's routes and error mapping; ``lifespan`` (the composition's,
+    maskmail/app.py) sets up what the routes use. The dashboard's routes are added
+    between this and ``finish``."""
     app = FastAPI(
         title="maskmail",
         version=__version__,
@@ -136,7 +83,11 @@ def create_app(
     app.include_router(compat_simplelogin.router)
     app.include_router(subdomains.router)
     app.include_router(domains.router)
-    web.install(app)
+    return app
+
+
+def finish(app: FastAPI, settings: Settings) -> None:
+    """The API's documentation and its middleware, once every route is in."""
     docs.install(
         app,
         patches=[
@@ -182,4 +133,3 @@ def create_app(
             max_age=600,
         ),
     )
-    return app

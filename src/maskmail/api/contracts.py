@@ -20,7 +20,7 @@ from starlette.types import Scope
 from maskmail.api import errors
 from maskmail.api.docs import DESCRIPTIONS, errors_for
 from maskmail.api.errors import Problem, problem
-from maskmail.api.hot import route_path
+from maskmail.api.proxy import route_path
 
 Renderer = Callable[[Problem], dict[str, Any]]
 # The SPEC's description of a status names its `code`, which these bodies do not carry.

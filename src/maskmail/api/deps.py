@@ -2,42 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Annotated, NoReturn
 
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.api.auth import bearer_token, raw_token
-from maskmail.api.forwarded import client_address
-from maskmail.api.ratelimit import Limiter
-from maskmail.api.urls import server_url
 from maskmail.config import Settings
 from maskmail.core.errors import Unauthorized
 from maskmail.core.keys import hash_key
+from maskmail.http_shared.connection import Conn
+from maskmail.http_shared.forwarded import client_host
+from maskmail.http_shared.public_url import server_url
+from maskmail.http_shared.ratelimit import Limiter
 from maskmail.store import accounts
 from maskmail.store.accounts import Owner
-from maskmail.store.engine import transaction
-
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
-
-
-async def get_conn(request: Request) -> AsyncIterator[AsyncConnection]:
-    """One transaction per request, committed before the response is sent."""
-    readonly = request.method in SAFE_METHODS
-    async with transaction(request.app.state.engine, readonly=readonly) as conn:
-        yield conn
-
-
-def client_host(request: Request) -> str:
-    """The client's address, through a trusted proxy if there is one (api/forwarded.py)."""
-    settings: Settings = request.app.state.settings
-    return client_address(request.scope, settings)
 
 
 async def _count_key(request: Request, read_token: Callable[[Request], str]) -> str:
@@ -71,7 +56,6 @@ async def get_raw_key_hash(request: Request) -> str:
 
 KeyHash = Annotated[str, Depends(get_key_hash)]
 RawKeyHash = Annotated[str, Depends(get_raw_key_hash)]
-Conn = Annotated[AsyncConnection, Depends(get_conn, scope="function")]
 
 
 async def refuse_unknown_key(request: Request) -> NoReturn:
@@ -83,7 +67,7 @@ async def refuse_unknown_key(request: Request) -> NoReturn:
 def where_to_get_a_key(request: Request, why: str) -> Unauthorized:
     """A 401 that tells the person at the client where to get a key: the dashboard's API
     keys page on this relay, as their browser reaches it."""
-    keys_page = f"{server_url(request, request.app.state.settings)}/keys"
+    keys_page = f"{server_url(request)}/keys"
     return Unauthorized(f"{why}; create a key on the dashboard's API keys page, {keys_page}")
 
 

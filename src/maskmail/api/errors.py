@@ -20,26 +20,9 @@ from starlette.responses import Response
 
 from maskmail.api.schemas import NO_CONTROL_CHARACTERS, NO_NUL
 from maskmail.core import errors
+from maskmail.http_shared.statuses import STATUS
 
 log = logging.getLogger("maskmail.api")
-
-# Looked up along the exception's MRO, so a subclass inherits its parent's answer.
-STATUS: dict[type[errors.MaskmailError], tuple[int, str]] = {
-    errors.Unauthorized: (401, "unauthorized"),
-    errors.LimitReached: (403, "address_limit_reached"),
-    errors.SubdomainLimitReached: (403, "subdomain_limit_reached"),
-    errors.MailboxLimitReached: (403, "mailbox_limit_reached"),
-    errors.DomainLimitReached: (403, "domain_limit_reached"),
-    errors.AddressNotFound: (404, "not_found"),
-    errors.InvalidAddress: (422, "validation_error"),
-    errors.RateLimited: (429, "rate_limited"),
-    errors.StoreUnavailable: (503, "unavailable"),
-    errors.ToolUnavailable: (503, "unavailable"),
-    errors.AddressTaken: (503, "unavailable"),
-    # Only the verification message of a new mailbox is sent from the API.
-    errors.DeliveryDeferred: (503, "unavailable"),
-    errors.DeliveryRefused: (422, "validation_error"),
-}
 
 HTTP_CODES = {
     404: "not_found",

@@ -27,10 +27,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from maskmail import logs
 from maskmail.api.anyjson import WITH_BODY, as_json
 from maskmail.api.bodylimit import Answer, BodyLimit
-from maskmail.api.hot import route_path
 from maskmail.api.key_use import KeyUse
 from maskmail.api.metrics import RequestTimes
-from maskmail.api.proxy import Paths
+from maskmail.api.proxy import Paths, route_path
 
 # The JSON API (the SPEC's routes and the addy.io and SimpleLogin contracts): its routes
 # authenticate with a key, so a success there means the key is live.

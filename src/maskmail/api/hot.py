@@ -18,17 +18,9 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maskmail.api import errors
+from maskmail.api.proxy import route_path
 
 Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def route_path(scope: Scope) -> str:
-    """The path routing sees: without the ``root_path`` a proxy prefix put in front."""
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    if root and path.startswith(root) and path[len(root) : len(root) + 1] in {"", "/"}:
-        return path[len(root) :]
-    return path
 
 
 class HotRoutes:

@@ -11,9 +11,9 @@ from starlette.types import Scope
 
 from maskmail import metrics
 from maskmail.api.errors import Problem, render
-from maskmail.api.forwarded import Network, client_address, ip_of
-from maskmail.api.hot import route_path
+from maskmail.api.proxy import route_path
 from maskmail.config import Settings
+from maskmail.http_shared.forwarded import Network, client_address, ip_of
 
 router = APIRouter()
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -55,7 +55,7 @@ def allowed(client: str, networks: Networks) -> bool:
 @router.get("/metrics", include_in_schema=False)
 async def read_metrics(request: Request) -> Response:
     """Prometheus text format, only to MASKMAIL_METRICS_ALLOW. The client is the one the
-    rate limits see (api/forwarded.py): behind the proxy, the address it forwards for.
+    rate limits see (http_shared/forwarded.py): behind the proxy, the address it forwards for.
     Every spelling of this path that routing serves (a trailing or repeated slash, an
     encoded one, a proxy's prefix: api/proxy.py) comes here."""
     settings: Settings = request.app.state.settings

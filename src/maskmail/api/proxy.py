@@ -6,8 +6,8 @@ import re
 
 from starlette.types import Scope
 
-from maskmail.api.forwarded import from_trusted_proxy
 from maskmail.config import Settings, clean_prefix
+from maskmail.http_shared.forwarded import from_trusted_proxy
 
 _SLASHES = re.compile(r"/{2,}")
 _RAW_SLASHES = re.compile(rb"/{2,}")
@@ -23,6 +23,15 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def _trailing_slash(path: str) -> bool:
     return len(path) > 1 and path.endswith("/")
+
+
+def route_path(scope: Scope) -> str:
+    """The path routing sees: without the ``root_path`` a proxy prefix put in front."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in {"", "/"}:
+        return path[len(root) :]
+    return path
 
 
 class Paths:

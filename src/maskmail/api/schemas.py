@@ -4,24 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema
 
-from maskmail.core.descriptions import DESCRIPTION_MAX
 from maskmail.core.records import PRIVATE_EMAIL_FIELDS, RelayAddress
-from maskmail.core.text import unstorable
+from maskmail.services.address_changes import NO_CONTROL_CHARACTERS as NO_CONTROL_CHARACTERS
+from maskmail.services.address_changes import AddressUpdate as AddressUpdate
+from maskmail.services.address_changes import StorableStr as StorableStr
 
-NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
-
-
-def _storable(text: str) -> str:
-    problem = unstorable(text)
-    if problem is not None:
-        raise ValueError(problem)
-    return text
-
-
-# Every string a request carries: one the database cannot keep is a 422 (core/text.py).
-StorableStr = Annotated[str, AfterValidator(_storable)]
 # For a field with no pattern of its own: tells clients and generated tests of the NUL
 # (a lone surrogate, which no pattern names, is left to the validator).
 NO_NUL = r"^[^\x00]*$"
@@ -66,36 +55,6 @@ class Error(BaseModel):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    # The defaults below only make fields optional; an omitted field is left unchanged.
-    schema.pop("default", None)
-
-
-class AddressUpdate(BaseModel):
-    """Fields a caller may change; anything else, or null, is refused."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    description: StorableStr = Field(
-        default="",
-        max_length=DESCRIPTION_MAX,
-        pattern=NO_CONTROL_CHARACTERS,
-        description="At most 64 characters, no control characters.",
-        json_schema_extra=_no_default,
-    )
-    enabled: bool = Field(default=True, json_schema_extra=_no_default)
-    block_spam: bool = Field(default=False, json_schema_extra=_no_default)
-
-    def changes(self) -> dict[str, object]:
-        """Only the fields the caller sent."""
-        return {name: getattr(self, name) for name in sorted(self.model_fields_set)}
-
-
-def address_json(rec: RelayAddress) -> dict[str, Any]:
-    """The wire form of an address; PrivateEmail documents the same keys."""
-    return {name: getattr(rec, name) for name in PRIVATE_EMAIL_FIELDS}
-
-
 class BounceEntry(BaseModel):
     """One delivery status notification that came back for a forward."""
 
@@ -119,3 +78,8 @@ class Bounces(BaseModel):
     threshold: int = Field(description="Hard bounces within 24 hours that pause; 0: never.")
     hard_bounces_24h: int = Field(description="Hard bounces in the last 24 hours that count.")
     bounces: list[BounceEntry] = Field(description="The latest 50, newest first.")
+
+
+def address_json(rec: RelayAddress) -> dict[str, Any]:
+    """The wire form of an address; PrivateEmail documents the same keys."""
+    return {name: getattr(rec, name) for name in PRIVATE_EMAIL_FIELDS}

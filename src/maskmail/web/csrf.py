@@ -7,7 +7,7 @@ import hmac
 from fastapi import Request
 from starlette.datastructures import FormData
 
-from maskmail.web.sessions import site_url
+from maskmail.http_shared.public_url import site_url
 
 HEADER = "x-csrf-token"
 FIELD = "csrf"

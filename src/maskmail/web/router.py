@@ -1,4 +1,4 @@
-"""Every dashboard page and the dashboard's own files, for ``api/app.py`` to mount."""
+"""Every dashboard page and the dashboard's own files, for maskmail/app.py to mount."""
 
 from __future__ import annotations
 

@@ -7,12 +7,9 @@ import secrets
 from dataclasses import dataclass
 
 from fastapi import Request
-from starlette.datastructures import URL
 from starlette.responses import Response
 
-from maskmail.api.forwarded import from_trusted_proxy
-from maskmail.api.urls import public_url
-from maskmail.config import Settings
+from maskmail.http_shared.public_url import site_url
 
 COOKIE = "maskmail_session"
 LIFETIME = 14 * 86_400
@@ -40,13 +37,6 @@ def csrf_of(token: str) -> str:
 
 def new_token() -> str:
     return secrets.token_urlsafe(32)
-
-
-def site_url(request: Request) -> URL:
-    """The request's URL as the browser sees it: scheme and host from X-Forwarded-* when
-    the peer is a trusted proxy."""
-    settings: Settings = request.app.state.settings
-    return public_url(request, from_trusted_proxy(request.scope, settings))
 
 
 def is_https(request: Request) -> bool:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from maskmail.api.deps import client_host
-from maskmail.api.ratelimit import Limiter
 from maskmail.core import passwords
+from maskmail.http_shared.forwarded import client_host
+from maskmail.http_shared.ratelimit import Limiter
 
 TOO_MANY = "Too many attempts; wait a minute."
 

@@ -8,9 +8,10 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from maskmail.api import listing
-from maskmail.api.deps import Conn, CurrentOwner, get_key_hash, refuse_unknown_key
+from maskmail.api.deps import CurrentOwner, get_key_hash, refuse_unknown_key
 from maskmail.api.docs import SchemaPatch, errors_for
 from maskmail.api.memo import Memo
+from maskmail.api.page_links import links_for
 from maskmail.api.routes.shared import (
     AddressId,
     create_on,
@@ -19,9 +20,9 @@ from maskmail.api.routes.shared import (
     requested_domain,
 )
 from maskmail.api.schemas import AddressUpdate, Page, PrivateEmail, address_json
-from maskmail.api.urls import links_for
 from maskmail.config import Settings
 from maskmail.core import paging
+from maskmail.http_shared.connection import Conn
 from maskmail.store import addresses as store
 from maskmail.store import listing as store_listing
 from maskmail.store.driver import Checkout

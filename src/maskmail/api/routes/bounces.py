@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
+from maskmail.api.deps import CurrentOwner, CurrentSettings
 from maskmail.api.docs import errors_for
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import Bounces
+from maskmail.http_shared.connection import Conn
 from maskmail.store import bounces as store
 from maskmail.store.clock import now
 

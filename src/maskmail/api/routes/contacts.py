@@ -6,14 +6,13 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
+from maskmail.api.deps import CurrentOwner, CurrentSettings
 from maskmail.api.docs import errors_for
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import NO_NUL, StorableStr
-from maskmail.core.addresses import normalize_mailbox
-from maskmail.core.errors import InvalidAddress
+from maskmail.http_shared.connection import Conn
+from maskmail.services.contacts import checked_contact, contact_alias
 from maskmail.store import addresses as store
-from maskmail.store.reverse_aliases import found_or_made
 
 router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
 
@@ -41,23 +40,6 @@ class Contact(BaseModel):
     created_time: int = Field(description="Unix seconds, UTC, when the alias was made.")
 
 
-def outside_contact(email: str, domain: str) -> str:
-    """The mailbox a contact may be: a valid address outside the relay domain (the
-    dashboard's contact form checks it here too)."""
-    try:
-        mailbox = normalize_mailbox(email)
-    except InvalidAddress as exc:
-        raise InvalidAddress(exc.message, {"field": "email"}) from exc
-    at = mailbox.rpartition("@")[2]
-    if at == domain or at.endswith("." + domain):
-        # Our own domain or a subdomain of it would reach a relay address or alias (or
-        # nothing), not a person.
-        raise InvalidAddress(
-            "an address at the relay domain cannot be a contact", {"field": "email"}
-        )
-    return mailbox
-
-
 @router.post(
     "/{address_id:int}/contacts",
     response_model=Contact,
@@ -76,9 +58,9 @@ async def add_contact(
     conn: Conn,
     settings: CurrentSettings,
 ) -> Response:
-    outside = outside_contact(body.email, settings.domain)
+    outside = await checked_contact(conn, body.email, settings)
     address = await store.get_address(conn, owner.user_id, address_id)
-    alias = await found_or_made(conn, address.id, outside, domain=settings.domain)
+    alias = await contact_alias(conn, address.id, outside, settings)
     return json(
         {
             "address_id": address.id,

@@ -3,24 +3,21 @@ checks (docs/api.md, "Custom domains")."""
 
 from __future__ import annotations
 
-import asyncio
-import secrets
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from starlette.responses import Response
 
 from maskmail import dnscheck
-from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings, KeyHash, owner_of
+from maskmail.api.deps import CurrentOwner, CurrentSettings, KeyHash, owner_of
 from maskmail.api.docs import DESCRIPTIONS, errors_for
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import StorableStr
 from maskmail.config import Settings
-from maskmail.core import custom_domains as rules
 from maskmail.core.custom_domains import CHECKS, CustomDomain
-from maskmail.core.dkim_keys import generate_key, txt_value
+from maskmail.http_shared.connection import Conn
+from maskmail.services.domains import add_for, recheck
 from maskmail.store import custom_domains as store
 from maskmail.store.engine import transaction
 
@@ -74,11 +71,6 @@ class DomainChange(BaseModel):
     catch_all: bool
 
 
-def relay_domains(settings: Settings) -> frozenset[str]:
-    """The relay's own names: no user may add them, or a host below them."""
-    return frozenset({settings.domain.lower(), settings.mail_hostname.lower()})
-
-
 def domain_json(found: CustomDomain, settings: Settings) -> dict[str, Any]:
     return {
         "id": found.id,
@@ -89,41 +81,6 @@ def domain_json(found: CustomDomain, settings: Settings) -> dict[str, Any]:
         "catch_all": found.catch_all,
         "created_time": found.created_time,
     }
-
-
-async def add_for(
-    conn: AsyncConnection, user_id: int, name: str, settings: Settings
-) -> CustomDomain:
-    """Add ``name`` for the user with a token and DKIM key of its own (the API's and
-    the dashboard's way)."""
-    # The cheap refusals before the key, which takes a tenth of a second to make.
-    rules.refuse_relay_domain(rules.check_domain(name), relay_domains(settings))
-    private, public = await asyncio.to_thread(generate_key)
-    return await store.add_domain(
-        conn,
-        user_id,
-        name,
-        relay_domains=relay_domains(settings),
-        limit=settings.max_domains_per_user,
-        token=secrets.token_hex(16),
-        selector=f"{settings.dkim_selector}-{secrets.token_hex(3)}",
-        private_key=private,
-        dkim_txt=txt_value(public),
-    )
-
-
-async def recheck(
-    engine: AsyncEngine, user_id: int, found: CustomDomain, settings: Settings
-) -> CustomDomain:
-    """Look ``found``'s records up now and keep the results; called with no transaction
-    open, since DNS may take seconds and on SQLite a writing one would hold the
-    database's write lock all that time."""
-    checks = await dnscheck.checks_now(found, settings)
-    async with transaction(engine) as conn:
-        await store.record_check(
-            conn, found.id, checks, warned=False if all(checks.values()) else None
-        )
-        return await store.get_domain(conn, user_id, found.id)
 
 
 @router.get(

@@ -3,47 +3,29 @@ address forwards to."""
 
 from __future__ import annotations
 
-import asyncio
-import html
-import time
-from typing import Annotated, Protocol
-from urllib.parse import urlencode
+from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.ext.asyncio import AsyncConnection
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 
-from maskmail.api.deps import Conn, CurrentOwner, client_host
-from maskmail.api.docs import errors_for, page_errors_for
-from maskmail.api.forwarded import from_trusted_proxy
+from maskmail.api.deps import CurrentOwner
+from maskmail.api.docs import errors_for
 from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import StorableStr
-from maskmail.api.urls import public_url
 from maskmail.config import Settings
-from maskmail.core import mailboxes as rules
-from maskmail.core.errors import DeliveryDeferred, InvalidAddress, RateLimited, ToolUnavailable
-from maskmail.core.windows import in_words
-from maskmail.openpgp import MAX_KEY_CHARS, check_key
-from maskmail.store import addresses, bounces, domains, mailbox_keys
+from maskmail.core.errors import InvalidAddress
+from maskmail.http_shared.connection import Conn
+from maskmail.http_shared.public_url import verify_link_maker
+from maskmail.openpgp import MAX_KEY_CHARS
+from maskmail.services.mailbox_keys import put_key
+from maskmail.services.mailboxes import add_and_ask, check_code
+from maskmail.store import addresses, bounces, mailbox_keys
 from maskmail.store import mailboxes as store
-from maskmail.store.mailbox_keys import MailboxKey
-from maskmail.store.mailboxes import Mailbox
 
 router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
 
-# The link's page and its button: whoever reads the mailbox has the token, not a key.
-NO_KEY: dict[str, object] = {"security": []}
-
 MailboxId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The mailbox's id.")]
-
-
-class Sender(Protocol):
-    """The outbound path (smarthost or Maildir outbox) the entry point hands the app."""
-
-    async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None: ...
-
-    async def close(self) -> None: ...
 
 
 class MailboxRequest(BaseModel):
@@ -133,104 +115,15 @@ async def list_mailboxes(owner: CurrentOwner, conn: Conn) -> Response:
 async def add_mailbox(
     body: MailboxRequest, owner: CurrentOwner, conn: Conn, request: Request
 ) -> Response:
-    return json((await add_and_ask(request, conn, owner.user_id, body.email)).json())
-
-
-async def add_and_ask(request: Request, conn: AsyncConnection, user_id: int, email: str) -> Mailbox:
-    """Add an unverified mailbox and mail it the link and the code: the API's and the
-    dashboard's way to add one."""
-    settings: Settings = request.app.state.settings
-    email = rules.new_mailbox(email, {settings.domain.lower()})
-    # The domains of addresses made before MASKMAIL_DOMAIN changed are the relay's too.
-    if await domains.receives_for(conn, email.rpartition("@")[2]):
-        raise rules.at_relay_domain()
-    proof = rules.new_proof()
-    mails = rules.MailLimits(settings.mailbox_verify_per_address, settings.mailbox_verify_per_user)
-    mailbox = await store.add_mailbox(
-        conn, user_id, email, proof, limit=settings.max_mailboxes_per_user, mails=mails
+    added = await add_and_ask(
+        conn,
+        request.app.state.settings,
+        owner.user_id,
+        body.email,
+        sender=request.app.state.outbound,
+        link_for=verify_link_maker(request),
     )
-    link = _verify_link(request, settings, proof.token)
-    message = rules.verification_message(
-        to=email,
-        sender=f"mailboxes@{settings.domain}",
-        link=link,
-        code=proof.code,
-        when=time.time(),
-    )
-    # Inside the transaction: a message the outbound path refuses adds no mailbox.
-    sender: Sender | None = request.app.state.outbound
-    if sender is None:
-        raise DeliveryDeferred("this server has no outbound path for verification mail")
-    await sender.deliver(message, sender="", recipient=email)
-    return mailbox
-
-
-def _verify_link(request: Request, settings: Settings, token: str) -> str:
-    """The link as the owner will open it: through the trusted proxy, if any, as the
-    paging links are (``api/urls.py``)."""
-    trusted = from_trusted_proxy(request.scope, settings)
-    path = request.url_for("show_verify_page").path
-    url = public_url(request, trusted).replace(path=path, query=urlencode({"token": token}))
-    return str(url)
-
-
-@router.get(
-    "/mailboxes/verify",
-    response_class=HTMLResponse,
-    # 422: no token, or one longer than any this server makes.
-    responses={200: {"content": {"text/html": {}}}, **page_errors_for(422, 429, 503)},
-    openapi_extra=NO_KEY,
-    summary="The page the mailed link opens: a button that verifies (no key needed)",
-    description="Opening the link changes nothing, so that a mail scanner that follows "
-    "links does not verify the mailbox; the page's button posts the token.",
-)
-async def show_verify_page(
-    request: Request, token: Annotated[str, Query(max_length=128)]
-) -> Response:
-    await request.app.state.limiter.hit(f"anon:{client_host(request)}")
-    action = "verify?" + urlencode({"token": token})
-    return _page(_ASK.format(action=html.escape(action, quote=True)))
-
-
-@router.post(
-    "/mailboxes/verify",
-    response_class=HTMLResponse,
-    responses={200: {"content": {"text/html": {}}}, **page_errors_for(404, 422, 429, 503)},
-    openapi_extra=NO_KEY,
-    summary="Verify a mailbox by the token of the mailed link (no key needed)",
-    description="What the link's page's button posts, to the link's own address; a used, "
-    "expired or unknown token is a 404.",
-)
-async def verify_mailbox_link(
-    request: Request, conn: Conn, token: Annotated[str, Query(max_length=128)]
-) -> Response:
-    await request.app.state.limiter.hit(f"anon:{client_host(request)}")
-    mailbox = await store.verify_by_token(conn, rules.digest(token))
-    return _page(_DONE.format(email=html.escape(mailbox.email)))
-
-
-_ASK = (
-    "<h1>Verify this mailbox</h1>"
-    "<p>Someone added this mailbox to their maskmail account. If you expect mail from it, "
-    "verify the mailbox; otherwise close this page.</p>"
-    # The token rides in the action's query: API bodies are JSON, and a form sends none.
-    '<form method="post" action="{action}">'
-    '<button type="submit">Verify this mailbox</button></form>'
-)
-_DONE = "<h1>Verified</h1><p>{email} is verified. You may close this page.</p>"
-
-
-def _page(body: str) -> Response:
-    """A plain page, kept out of caches and, with the token in its address, out of
-    Referer headers."""
-    return HTMLResponse(
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="referrer" content="no-referrer">'
-        '<meta name="robots" content="noindex">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>maskmail: verify a mailbox</title></head><body>{body}</body></html>",
-        headers={"Cache-Control": "no-store"},
-    )
+    return json(added.json())
 
 
 @router.post(
@@ -244,26 +137,9 @@ def _page(body: str) -> Response:
 async def verify_mailbox_code(
     mailbox_id: MailboxId, body: CodeRequest, owner: CurrentOwner, conn: Conn, request: Request
 ) -> Response:
-    return json((await check_code(request, conn, owner.user_id, mailbox_id, body.code)).json())
-
-
-async def check_code(
-    request: Request, conn: AsyncConnection, user_id: int, mailbox_id: int, code: str
-) -> Mailbox:
-    """Verify by the code, each attempt counted (the API's and the dashboard's way)."""
-    mailbox = await store.get_mailbox(conn, user_id, mailbox_id)
-    # Per owner and address, not per row: deleting and re-adding the mailbox gives no
-    # new tries, and nobody else can use up the owner's.
-    key = rules.address_key(mailbox.email)
-    try:
-        await request.app.state.code_limiter.hit(f"mailbox:{user_id}:{key}")
-    except RateLimited as exc:
-        wait = in_words(exc.retry_after)
-        raise RateLimited(
-            f"five codes were tried for this mailbox within an hour; try again in {wait}",
-            exc.retry_after,
-        ) from exc
-    return await store.verify_by_code(conn, user_id, mailbox_id, rules.digest(code))
+    limiter = request.app.state.code_limiter
+    done = await check_code(conn, owner.user_id, mailbox_id, body.code, limiter=limiter)
+    return json(done.json())
 
 
 @router.patch(
@@ -352,27 +228,6 @@ async def set_mailbox_key(
         conn, owner.user_id, mailbox_id, body.public_key, body.encrypt_subject, settings
     )
     return json(key.json())
-
-
-async def put_key(
-    conn: AsyncConnection,
-    user_id: int,
-    mailbox_id: int,
-    armored: str,
-    encrypt_subject: bool | None,
-    settings: Settings,
-) -> MailboxKey:
-    """Check the key and keep it (the API's and the dashboard's way)."""
-    await store.get_mailbox(conn, user_id, mailbox_id)
-    # In a thread, so that MASKMAIL_PGP_TIMEOUT can give up on it.
-    try:
-        facts = await asyncio.wait_for(asyncio.to_thread(check_key, armored), settings.pgp_timeout)
-    except TimeoutError:
-        # Not chained: a TimeoutError behind an error reads as a database outage.
-        raise ToolUnavailable("the key could not be checked in time; try again") from None
-    return await mailbox_keys.set_key(
-        conn, user_id, mailbox_id, armored.strip(), facts, encrypt_subject
-    )
 
 
 @router.patch(

@@ -1,5 +1,5 @@
-"""What several routers share: the JSON answer, the address id in a path, where a new
-address goes, and creating one under the configured limit."""
+"""What several routers share: the JSON answer, the address id in a path, and the
+create that names a domain (services/addresses.py makes the address)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,14 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import Path, Request
-from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from maskmail.api.deps import owner_of
 from maskmail.api.schemas import address_json
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
-from maskmail.core.records import RelayAddress
 from maskmail.core.text import unstorable
-from maskmail.store import addresses as store
-from maskmail.store import custom_domains as custom_domain_store
-from maskmail.store import subdomains as subdomain_store
+from maskmail.services.addresses import generate, place_for
 from maskmail.store.engine import transaction
 
 # Ids are 64-bit in the database; anything larger can only be unknown.
@@ -28,32 +24,6 @@ AddressId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The address's i
 
 def json(payload: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(payload), status_code=status, media_type="application/json")
-
-
-async def subdomain_hosts(conn: AsyncConnection, user_id: int, domain: str) -> list[str]:
-    return [f"{s.subdomain}.{domain}" for s in await subdomain_store.list_subdomains(conn, user_id)]
-
-
-async def place_for(
-    conn: AsyncConnection, user_id: int, requested: str | None, settings: Settings
-) -> tuple[store.Place, str]:
-    """Where a new address goes, and at which domain: the relay's domain, the caller's
-    subdomain, one of the caller's verified custom domains, or (none named) as the
-    caller chose with ``use_relay_subdomain``."""
-    if requested is None or not requested.strip():
-        return store.Place.DEFAULT, settings.domain
-    host = requested.strip().lower().rstrip(".")
-    if host == settings.domain:
-        return store.Place.DOMAIN, settings.domain
-    if host in await subdomain_hosts(conn, user_id, settings.domain):
-        return store.Place.SUBDOMAIN, settings.domain
-    if await custom_domain_store.verified_domain(conn, user_id, host):
-        return store.Place.DOMAIN, host
-    raise InvalidAddress(
-        f"'{requested.strip()[:100]}' is not a domain of this server or a verified domain "
-        f"of yours; use {settings.domain}",
-        {"field": "domain"},
-    )
 
 
 def has_body(request: Request) -> bool:
@@ -94,25 +64,3 @@ async def create_on(request: Request, key_hash: str, requested: str) -> Response
         place, domain = await place_for(conn, owner.user_id, requested, settings)
         made = await generate(conn, owner.user_id, settings, place=place, domain=domain)
     return json(address_json(made))
-
-
-async def generate(
-    conn: AsyncConnection,
-    user_id: int,
-    settings: Settings,
-    description: str = "",
-    place: store.Place = store.Place.DEFAULT,
-    domain: str | None = None,
-) -> RelayAddress:
-    """An address for the user, under the configured limit: the compatibility routes'
-    way to create (``POST /v3/relay/addresses`` uses ``store.create_for_key``).
-    ``domain``: a custom domain (``place_for`` says which), else the relay's."""
-    return await store.create_address(
-        conn,
-        user_id,
-        domain=domain or settings.domain,
-        length=settings.address_length,
-        limit=settings.max_addresses_per_user,
-        description=description,
-        place=place,
-    )

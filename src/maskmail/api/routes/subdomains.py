@@ -9,12 +9,13 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
+from maskmail.api.deps import CurrentOwner, CurrentSettings
 from maskmail.api.docs import DESCRIPTIONS, errors_for
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import StorableStr
 from maskmail.config import Settings
 from maskmail.core.subdomains import MAX_LENGTH, MIN_LENGTH, NAME_PATTERN, Subdomain
+from maskmail.http_shared.connection import Conn
 from maskmail.store import subdomains as store
 from maskmail.store.subdomains import Naming
 

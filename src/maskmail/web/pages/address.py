@@ -6,13 +6,12 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
-from maskmail.api.routes.contacts import outside_contact
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.records import RelayAddress
+from maskmail.http_shared.connection import Conn
+from maskmail.services.contacts import checked_contact, contact_alias
 from maskmail.store import activity, mailboxes
-from maskmail.store.reverse_aliases import found_or_made
 from maskmail.web import chart
 from maskmail.web.guard import Refused, attempt, change, owned_address, require_viewer
 from maskmail.web.render import page
@@ -68,12 +67,12 @@ async def add_contact(address: str, request: Request, conn: Conn) -> Response:
     settings: Settings = request.app.state.settings
     email = str(form.get("email") or "")[:320]
     try:
-        outside = outside_contact(email, settings.domain)
+        outside = await checked_contact(conn, email, settings)
     except InvalidAddress as exc:
         return await _detail(
             request, conn, viewer, found, contact_email=email, error=exc.message, status=422
         )
-    alias = await found_or_made(conn, found.id, outside, domain=settings.domain)
+    alias = await contact_alias(conn, found.id, outside, settings)
     return await _detail(request, conn, viewer, found, contact=alias.full_address)
 
 

@@ -10,12 +10,12 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData
 from starlette.responses import HTMLResponse, Response
 
-from maskmail.api.deps import Conn
-from maskmail.api.routes.shared import generate
-from maskmail.api.schemas import AddressUpdate
 from maskmail.config import Settings
 from maskmail.core.errors import AddressNotFound, LimitReached
 from maskmail.core.records import RelayAddress
+from maskmail.http_shared.connection import Conn
+from maskmail.services.address_changes import AddressUpdate
+from maskmail.services.addresses import generate
 from maskmail.store import addresses as store
 from maskmail.store.address_search import search_addresses
 from maskmail.web.guard import (

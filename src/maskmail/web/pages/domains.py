@@ -7,11 +7,11 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from maskmail import dnscheck
-from maskmail.api.deps import Conn
-from maskmail.api.routes.domains import add_for, recheck
 from maskmail.config import Settings
 from maskmail.core.custom_domains import CHECKS, CustomDomain
 from maskmail.core.errors import AddressNotFound
+from maskmail.http_shared.connection import Conn
+from maskmail.services.domains import add_for, recheck
 from maskmail.store import custom_domains as store
 from maskmail.store.engine import transaction
 from maskmail.web.catch_all import pause_notice

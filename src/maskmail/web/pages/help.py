@@ -14,9 +14,9 @@ from markdown_it.token import Token
 from markupsafe import Markup, escape
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
-from maskmail.api.urls import server_url
 from maskmail.config import Settings
+from maskmail.http_shared.connection import Conn
+from maskmail.http_shared.public_url import server_url
 from maskmail.web.assets import PATH, STATIC, asset_url
 from maskmail.web.guard import PageNotFound, require_viewer
 from maskmail.web.render import page, root
@@ -76,7 +76,7 @@ def clients_guide(base: str, server: str, domain: str) -> Markup | None:
 async def show_clients_guide(request: Request, conn: Conn) -> Response:
     viewer = await require_viewer(request, conn)
     settings: Settings = request.app.state.settings
-    guide = clients_guide(root(request), server_url(request, settings), settings.domain)
+    guide = clients_guide(root(request), server_url(request), settings.domain)
     if guide is None:
         raise PageNotFound(viewer)
     return page(request, "help.html", viewer, guide=guide)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
-from maskmail.api.urls import server_url
 from maskmail.config import Settings
+from maskmail.http_shared.connection import Conn
+from maskmail.http_shared.public_url import server_url
 from maskmail.store import accounts
 from maskmail.web.guard import PageNotFound, change, path_id, require_viewer
 from maskmail.web.render import back_to, page
@@ -26,7 +26,7 @@ async def _keys_page(request: Request, conn: Conn, viewer: Viewer, new_key: str 
         keys=keys,
         new_key=new_key,
         domain=settings.domain,
-        server=server_url(request, settings),
+        server=server_url(request),
     )
 
 

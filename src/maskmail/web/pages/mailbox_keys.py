@@ -9,12 +9,12 @@ from fastapi import APIRouter, Request
 from starlette.datastructures import FormData
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
-from maskmail.api.routes.mailboxes import put_key
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.text import unstorable
+from maskmail.http_shared.connection import Conn
 from maskmail.openpgp import MAX_KEY_CHARS
+from maskmail.services.mailbox_keys import put_key
 from maskmail.store import mailbox_keys as store
 from maskmail.store.mailbox_keys import MailboxKey
 from maskmail.web.guard import Refused, attempt, change, path_id, switch

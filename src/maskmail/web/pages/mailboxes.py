@@ -10,9 +10,11 @@ from functools import partial
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
-from maskmail.api.routes.mailboxes import add_and_ask, check_code
+from maskmail.config import Settings
 from maskmail.core.errors import MailboxNotFound
+from maskmail.http_shared.connection import Conn
+from maskmail.http_shared.public_url import verify_link_maker
+from maskmail.services.mailboxes import add_and_ask, check_code
 from maskmail.store import mailbox_keys
 from maskmail.store import mailboxes as store
 from maskmail.store.mailboxes import Mailbox
@@ -68,7 +70,19 @@ async def show_mailboxes(request: Request, conn: Conn) -> Response:
 async def add_mailbox(request: Request, conn: Conn) -> Response:
     viewer, form = await change(request, conn)
     email = plain_text(form.get("email"), 320)
-    added = await attempt(conn, viewer, lambda: add_and_ask(request, conn, viewer.user_id, email))
+    settings: Settings = request.app.state.settings
+    added = await attempt(
+        conn,
+        viewer,
+        lambda: add_and_ask(
+            conn,
+            settings,
+            viewer.user_id,
+            email,
+            sender=request.app.state.outbound,
+            link_for=verify_link_maker(request),
+        ),
+    )
     if isinstance(added, Refused):
         return await mailboxes_page(request, conn, viewer, refused=added, email=email)
     notice = f"A message with a link and a 6-digit code went to {added.email}."
@@ -80,7 +94,11 @@ async def verify_mailbox(mailbox: str, request: Request, conn: Conn) -> Response
     viewer, form = await change(request, conn)
     wanted, code = path_id(mailbox, viewer), plain_text(form.get("code"), 16)
     done = await attempt(
-        conn, viewer, lambda: check_code(request, conn, viewer.user_id, wanted, code)
+        conn,
+        viewer,
+        lambda: check_code(
+            conn, viewer.user_id, wanted, code, limiter=request.app.state.code_limiter
+        ),
     )
     if isinstance(done, Refused):
         return await mailboxes_page(request, conn, viewer, refused=done)

@@ -7,8 +7,8 @@ import asyncio
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
 from maskmail.core import passwords
+from maskmail.http_shared.connection import Conn
 from maskmail.store import sessions
 from maskmail.web import throttle
 from maskmail.web.guard import change, require_viewer

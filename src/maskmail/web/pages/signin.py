@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
+from maskmail.http_shared.connection import Conn
 from maskmail.store import sessions
 from maskmail.web import csrf, throttle
 from maskmail.web.guard import change, plain_text, read_form

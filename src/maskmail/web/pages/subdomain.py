@@ -10,11 +10,11 @@ from fastapi import APIRouter, Request
 from starlette.datastructures import FormData
 from starlette.responses import Response
 
-from maskmail.api.deps import Conn
 from maskmail.config import Settings
 from maskmail.core.errors import AddressNotFound, InvalidAddress
 from maskmail.core.first_mail import CERTIFICATE_MAILBOXES
 from maskmail.core.subdomains import MAX_LENGTH, MIN_LENGTH, Subdomain, check_subdomain
+from maskmail.http_shared.connection import Conn
 from maskmail.store import subdomains as store
 from maskmail.store.subdomains import Naming
 from maskmail.web.catch_all import pause_notice

@@ -1,4 +1,4 @@
-"""The client address rule (api/forwarded.py): X-Forwarded-For read from the right,
+"""The client address rule (http_shared/forwarded.py): X-Forwarded-For read from the right,
 past trusted proxies only, and ignored from anyone else."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from pydantic import ValidationError
 from starlette.types import Scope
 
-from maskmail.api.forwarded import client_address, from_trusted_proxy
 from maskmail.config import Settings
+from maskmail.http_shared.forwarded import client_address, from_trusted_proxy
 
 # nginx on this machine, and a load balancer network in front of it.
 SETTINGS = Settings(trusted_proxies="127.0.0.1, ::1, 10.1.0.0/16")

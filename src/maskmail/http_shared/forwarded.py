@@ -14,6 +14,7 @@ import ipaddress
 from dataclasses import dataclass
 from functools import lru_cache
 
+from starlette.requests import Request
 from starlette.types import Scope
 
 from maskmail.config import Settings
@@ -119,3 +120,15 @@ def client_address(scope: Scope, settings: Settings) -> str:
         if not trusted.trusts(hop):
             return hop
     return _hop(entries[0]) if entries else peer
+
+
+def client_host(request: Request) -> str:
+    """The client's address of a request, as the rule above reads it."""
+    settings: Settings = request.app.state.settings
+    return client_address(request.scope, settings)
+
+
+def trusts_peer(request: Request) -> bool:
+    """Whether the request's peer is a trusted proxy, by the app's settings."""
+    settings: Settings = request.app.state.settings
+    return from_trusted_proxy(request.scope, settings)

@@ -7,7 +7,7 @@ import gc
 from fastapi import FastAPI
 
 from maskmail import logs
-from maskmail.api.app import create_app
+from maskmail.app import create_app
 from maskmail.config import load_settings
 from maskmail.mail.plane import notices_for
 
