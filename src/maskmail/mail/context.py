@@ -46,7 +46,7 @@ class MailContext:
     first_mail_limits: OwnerLimits = field(default_factory=OwnerLimits)
     # Driver connections from the engine's pool, for the statements every message runs.
     drivers: Checkout = field(init=False)
-    # Every domain mail is accepted for: the one list, ``domain`` and ``older_domains``.
+    # Every domain mail is accepted for: the relay's domains (services/relay_domains.py).
     domains: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -20,7 +20,7 @@ from maskmail.mail.outbound import Outbox, Smarthost
 from maskmail.mail.policy import start_policy
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
-from maskmail.store.domains import address_domains
+from maskmail.services.relay_domains import relay_domains
 from maskmail.store.engine import transaction
 
 log = logging.getLogger("maskmail")
@@ -72,7 +72,7 @@ def notices_for(settings: Settings) -> Notices:
 async def older_domains(engine: AsyncEngine, domain: str) -> frozenset[str]:
     """Domains of addresses made before ``MASKMAIL_DOMAIN`` changed: they keep receiving."""
     async with transaction(engine, readonly=True) as conn:
-        older = await address_domains(conn) - {domain}
+        older = await relay_domains(conn, domain) - {domain.lower()}
     if older:
         log.info(
             "receiving for @%s (new addresses) and still for @%s, where older addresses live",

@@ -29,7 +29,7 @@ def outside_contact(email: str, domains: frozenset[str]) -> str:
 
 async def checked_contact(conn: AsyncConnection, email: str, settings: Settings) -> str:
     """``email`` as a contact, checked against the relay's domains as they are now."""
-    return outside_contact(email, await relay_domains(conn, settings))
+    return outside_contact(email, await relay_domains(conn, settings.domain))
 
 
 async def contact_alias(

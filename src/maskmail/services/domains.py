@@ -21,7 +21,7 @@ from maskmail.store.engine import transaction
 async def not_for_users(conn: AsyncConnection, settings: Settings) -> frozenset[str]:
     """What no user may add, nor a host below it: the relay's domains, and its mail host
     name, whose MX a user's domain would otherwise claim."""
-    return await relay_domains(conn, settings) | {settings.mail_hostname.lower()}
+    return await relay_domains(conn, settings.domain) | {settings.mail_hostname.lower()}
 
 
 async def add_for(

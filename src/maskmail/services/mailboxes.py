@@ -42,7 +42,7 @@ async def add_and_ask(
 ) -> Mailbox:
     """Add an unverified mailbox and mail it the link (``link_for(token)``, as the owner
     will open it) and the code."""
-    email = rules.new_mailbox(email, await relay_domains(conn, settings))
+    email = rules.new_mailbox(email, await relay_domains(conn, settings.domain))
     proof = rules.new_proof()
     mails = rules.MailLimits(settings.mailbox_verify_per_address, settings.mailbox_verify_per_user)
     mailbox = await store.add_mailbox(

@@ -14,14 +14,14 @@ from collections.abc import Iterable
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from maskmail.config import Settings
 from maskmail.core.custom_domains import is_within
 from maskmail.store.domains import address_domains
 
 
-async def relay_domains(conn: AsyncConnection, settings: Settings) -> frozenset[str]:
-    """The relay's domains, in lower case: the configured one and the older ones."""
-    return await address_domains(conn) | {settings.domain.lower()}
+async def relay_domains(conn: AsyncConnection, domain: str) -> frozenset[str]:
+    """The relay's domains, in lower case: ``domain`` (``MASKMAIL_DOMAIN``) and the
+    older ones."""
+    return await address_domains(conn) | {domain.lower()}
 
 
 def is_relay_host(host: str, domains: Iterable[str]) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import exists, func, select, union
+from sqlalchemy import select, union
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.store.tables import addresses, custom_domains, reverse_aliases
@@ -14,17 +14,3 @@ async def address_domains(conn: AsyncConnection) -> frozenset[str]:
     query = union(select(addresses.c.domain), select(reverse_aliases.c.domain))
     theirs = {str(d).lower() for d in await conn.scalars(select(custom_domains.c.domain))}
     return frozenset(str(d).lower() for d in await conn.scalars(query)) - theirs
-
-
-async def receives_for(conn: AsyncConnection, host: str) -> bool:
-    """True when ``host`` (lower case), or a domain it is under, is one an address or a
-    reverse alias lives at: mail to a mailbox there would come back to the relay."""
-    labels = host.split(".")
-    names = [".".join(labels[i:]) for i in range(len(labels))]
-    found = await conn.scalar(
-        select(
-            exists().where(func.lower(addresses.c.domain).in_(names))
-            | exists().where(func.lower(reverse_aliases.c.domain).in_(names))
-        )
-    )
-    return bool(found)
