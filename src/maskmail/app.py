@@ -18,7 +18,7 @@ from maskmail.api.memo import Memo
 from maskmail.config import Settings
 from maskmail.http_shared.ratelimit import Limiter
 from maskmail.readiness import Readiness
-from maskmail.services.mailboxes import Sender
+from maskmail.services.sending import Sender
 from maskmail.store.driver import DriverPool
 from maskmail.store.engine import create_engine, shown
 from maskmail.web import router as web

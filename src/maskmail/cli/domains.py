@@ -15,8 +15,8 @@ def domains_check() -> None:
     went away is marked, and the domain's owner is told once, at their default mailbox."""
     import asyncio
 
-    from maskmail.mail.domain_checks import check_all
     from maskmail.mail.plane import outbound_for
+    from maskmail.services.domain_checks import check_all
     from maskmail.store.engine import create_engine
 
     config = settings()

@@ -52,7 +52,7 @@ def dkim_generate(
 ) -> None:
     """Make a DKIM key (MASKMAIL_DKIM_KEY_FILE, else <data dir>/dkim.key) and print its
     DNS record; forwards are signed with it from the next start."""
-    from maskmail.mail.dkim import dns_record, generate_key
+    from maskmail.core.dkim_keys import dns_record, generate_key
 
     config = settings()
     path = config.dkim_key_path

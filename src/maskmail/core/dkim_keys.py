@@ -9,6 +9,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 KEY_BITS = 2048
+TXT_CHUNK = 255  # one DNS character-string holds at most 255 bytes
 
 
 def generate_key() -> tuple[bytes, bytes]:
@@ -28,3 +29,10 @@ def generate_key() -> tuple[bytes, bytes]:
 def txt_value(public_der: bytes) -> str:
     """The record's value as one string, as a resolver hands it to a verifier."""
     return f"v=DKIM1; k=rsa; p={base64.b64encode(public_der).decode('ascii')}"
+
+
+def dns_record(public_der: bytes, *, selector: str, domain: str) -> str:
+    """The zone-file line to publish, split into strings DNS can hold."""
+    value = txt_value(public_der)
+    chunks = " ".join(f'"{value[i : i + TXT_CHUNK]}"' for i in range(0, len(value), TXT_CHUNK))
+    return f"{selector}._domainkey.{domain}. IN TXT ( {chunks} )"

@@ -1,4 +1,5 @@
-"""DKIM: signing forwards with dkimpy (off the event loop), and making a key and its record."""
+"""DKIM: signing forwards with dkimpy (off the event loop); the key and its record are
+core/dkim_keys.py's, named here too for the mail plane's callers."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ from pathlib import Path
 
 import dkim
 
-from maskmail.core.dkim_keys import KEY_BITS, generate_key, txt_value
+from maskmail.core.dkim_keys import KEY_BITS, dns_record, generate_key, txt_value
 
 __all__ = ["KEY_BITS", "Signer", "dns_record", "generate_key", "load_signer", "txt_value"]
-
-TXT_CHUNK = 255  # one DNS character-string holds at most 255 bytes
 
 
 class Signer:
@@ -42,10 +41,3 @@ def load_signer(path: Path, *, selector: str, domain: str) -> Signer | None:
     if not path.is_file():
         return None
     return Signer(path.read_bytes(), selector=selector, domain=domain)
-
-
-def dns_record(public_der: bytes, *, selector: str, domain: str) -> str:
-    """The zone-file line to publish, split into strings DNS can hold."""
-    value = txt_value(public_der)
-    chunks = " ".join(f'"{value[i : i + TXT_CHUNK]}"' for i in range(0, len(value), TXT_CHUNK))
-    return f"{selector}._domainkey.{domain}. IN TXT ( {chunks} )"

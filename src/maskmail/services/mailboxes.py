@@ -13,16 +13,9 @@ from maskmail.core import mailboxes as rules
 from maskmail.core.errors import DeliveryDeferred, RateLimited
 from maskmail.core.windows import in_words
 from maskmail.services.relay_domains import relay_domains
+from maskmail.services.sending import Sender
 from maskmail.store import mailboxes as store
 from maskmail.store.mailboxes import Mailbox
-
-
-class Sender(Protocol):
-    """The outbound path (smarthost or Maildir outbox) the entry point hands the app."""
-
-    async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None: ...
-
-    async def close(self) -> None: ...
 
 
 class Limiter(Protocol):

@@ -14,7 +14,7 @@ from maskmail import dnscheck
 from maskmail.config import Settings
 from maskmail.core import custom_domains as rules
 from maskmail.core.custom_domains import CustomDomain
-from maskmail.mail.outbound import Outbound
+from maskmail.services.sending import Sender
 from maskmail.store import custom_domains as store
 from maskmail.store.engine import transaction
 
@@ -28,7 +28,7 @@ class Outcome:
     warned: bool  # the owner was told now
 
 
-async def check_all(settings: Settings, engine: AsyncEngine, outbound: Outbound) -> list[Outcome]:
+async def check_all(settings: Settings, engine: AsyncEngine, outbound: Sender) -> list[Outcome]:
     """Check each domain, keep the results, and warn owners whose records went away."""
     async with transaction(engine, readonly=True) as conn:
         found = await store.every_domain(conn)
@@ -36,7 +36,7 @@ async def check_all(settings: Settings, engine: AsyncEngine, outbound: Outbound)
 
 
 async def _check(
-    settings: Settings, engine: AsyncEngine, outbound: Outbound, found: CustomDomain
+    settings: Settings, engine: AsyncEngine, outbound: Sender, found: CustomDomain
 ) -> Outcome:
     checks = await dnscheck.checks_now(found, settings)
     gone = rules.went_away(found.checks, checks)
@@ -54,7 +54,7 @@ async def _check(
 
 async def _warn(
     settings: Settings,
-    outbound: Outbound,
+    outbound: Sender,
     conn: AsyncConnection,
     found: CustomDomain,
     gone: list[str],

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from maskmail.mail.domain_checks import check_all
 from maskmail.mail.plane import outbound_for
+from maskmail.services.domain_checks import check_all
 from maskmail.store import custom_domains
 from maskmail.store.engine import transaction
 from tests.dns_server import running_dns
