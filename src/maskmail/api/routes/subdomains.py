@@ -13,11 +13,10 @@ from maskmail.api.deps import CurrentOwner, CurrentSettings
 from maskmail.api.docs import DESCRIPTIONS, errors_for
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import StorableStr
-from maskmail.config import Settings
 from maskmail.core.subdomains import MAX_LENGTH, MIN_LENGTH, NAME_PATTERN, Subdomain
 from maskmail.http_shared.connection import Conn
+from maskmail.services.subdomains import naming
 from maskmail.store import subdomains as store
-from maskmail.store.subdomains import Naming
 
 router = APIRouter(prefix="/v3/relay/subdomains", tags=["relay subdomains"])
 
@@ -71,11 +70,6 @@ class UseSubdomain(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     use_relay_subdomain: bool
-
-
-def naming(settings: Settings) -> Naming:
-    """The rules a new name meets, from the settings."""
-    return Naming(settings.domain, (settings.mail_hostname,), settings.subdomain_names_per_day)
 
 
 def subdomain_json(found: Subdomain) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from maskmail.core.errors import AddressNotFound, InvalidAddress
 from maskmail.core.first_mail import CERTIFICATE_MAILBOXES
 from maskmail.core.subdomains import MAX_LENGTH, MIN_LENGTH, Subdomain, check_subdomain
 from maskmail.http_shared.connection import Conn
+from maskmail.services.subdomains import naming
 from maskmail.store import subdomains as store
 from maskmail.store.subdomains import Naming
 from maskmail.web.catch_all import pause_notice
@@ -41,8 +42,7 @@ def _domain(request: Request) -> str:
 
 def _naming(request: Request) -> Naming:
     """The rules a new name meets (the API's, from the same settings)."""
-    settings: Settings = request.app.state.settings
-    return Naming(settings.domain, (settings.mail_hostname,), settings.subdomain_names_per_day)
+    return naming(request.app.state.settings)
 
 
 def _name(form: FormData) -> str:
