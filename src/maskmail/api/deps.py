@@ -1,4 +1,4 @@
-"""Request dependencies: the database connection and the caller behind the API key."""
+"""Request dependencies of the API: the settings and the caller behind the API key."""
 
 from __future__ import annotations
 
