@@ -53,7 +53,9 @@ async def test_the_message_carries_the_link_the_door_makes(conn: AsyncConnection
     )
     [(message, envelope_from, recipient)] = sender.sent
     assert (added.email, envelope_from, recipient) == ("New@example.net", "", "New@example.net")
-    body = str(message_from_bytes(message).get_payload(decode=True), "utf-8")
+    payload = message_from_bytes(message).get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    body = payload.decode()
     assert re.search(r"https://door\.example/verify\?token=[A-Za-z0-9_-]{20,}\n", body)
     assert re.search(r"code: \d{6}", body)
 
