@@ -18,8 +18,8 @@ from starlette.types import Receive, Scope, Send
 from maskmail.api.app import create_app
 from maskmail.api.bodylimit import BodyTooLarge
 from maskmail.api.deps import get_conn
-from maskmail.api.errors import problem
 from maskmail.core.errors import RateLimited, StoreUnavailable, Unauthorized
+from maskmail.errors_http import problem
 from maskmail.runner import uvicorn_options
 from tests.api.conftest import BASE, Caller, make_settings
 

@@ -8,9 +8,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 
 from maskmail.core.descriptions import DESCRIPTION_MAX
 from maskmail.core.records import PRIVATE_EMAIL_FIELDS, RelayAddress
-from maskmail.core.text import unstorable
-
-NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+from maskmail.core.text import NO_CONTROL_CHARACTERS, unstorable
+from maskmail.core.text import NO_NUL as NO_NUL
 
 
 def _storable(text: str) -> str:
@@ -22,9 +21,6 @@ def _storable(text: str) -> str:
 
 # Every string a request carries: one the database cannot keep is a 422 (core/text.py).
 StorableStr = Annotated[str, AfterValidator(_storable)]
-# For a field with no pattern of its own: tells clients and generated tests of the NUL
-# (a lone surrogate, which no pattern names, is left to the validator).
-NO_NUL = r"^[^\x00]*$"
 # For an optional string: pydantic leaves a field's pattern out of an ``X | None`` schema,
 # so the string branch carries it, and a generated test knows the NUL is refused.
 NulFreeStr = Annotated[StorableStr, WithJsonSchema({"type": "string", "pattern": NO_NUL})]

@@ -10,7 +10,6 @@ from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.datastructures import FormData
 
-from maskmail.api.errors import problem
 from maskmail.core.descriptions import is_control
 from maskmail.core.errors import (
     AddressNotFound,
@@ -23,9 +22,11 @@ from maskmail.core.errors import (
     ToolUnavailable,
 )
 from maskmail.core.records import RelayAddress
+from maskmail.errors_http import problem
 from maskmail.store import addresses as store
 from maskmail.store import sessions
 from maskmail.web import csrf
+from maskmail.web.render import sentence
 from maskmail.web.sessions import COOKIE, Viewer, csrf_of, hash_token
 
 T = TypeVar("T")
@@ -146,5 +147,4 @@ async def attempt(
 
 def refusal(exc: MaskmailError) -> Refused:
     """The API's message, written as a sentence, and the API's status."""
-    text = exc.message[:1].upper() + exc.message[1:]
-    return Refused(text if text.endswith(".") else text + ".", problem(exc).status)
+    return Refused(sentence(exc.message), problem(exc).status)

@@ -16,11 +16,11 @@ from starlette.responses import Response
 from maskmail.api.contracts import contract_errors, contract_route
 from maskmail.api.deps import Conn, CurrentOwner, CurrentSettings
 from maskmail.api.docs import SchemaPatch
-from maskmail.api.errors import Problem
 from maskmail.api.routes.shared import generate, json, place_for, subdomain_hosts
 from maskmail.api.schemas import NulFreeStr, StorableStr
 from maskmail.core.descriptions import clean_description
 from maskmail.core.records import RelayAddress
+from maskmail.errors_http import Problem
 from maskmail.store import custom_domains as custom_domain_store
 from maskmail.store import subdomains as subdomain_store
 

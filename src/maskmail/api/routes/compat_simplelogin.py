@@ -16,13 +16,13 @@ from starlette.responses import Response
 from maskmail.api.contracts import contract_errors, contract_route
 from maskmail.api.deps import Conn, CurrentSettings, RawKeyOwner
 from maskmail.api.docs import RAW_KEY_SCHEME
-from maskmail.api.errors import Problem
 from maskmail.api.routes.shared import generate, json
 from maskmail.api.schemas import NulFreeStr, StorableStr
 from maskmail.core.descriptions import clean_description
 from maskmail.core.errors import AddressTaken, InvalidAddress
 from maskmail.core.first_mail import catch_all_local
 from maskmail.core.records import RelayAddress
+from maskmail.errors_http import Problem
 from maskmail.store import accounts
 from maskmail.store import custom_domains as custom_domain_store
 from maskmail.store.addresses import Place, create_address

@@ -96,7 +96,7 @@ async def add_for(
 ) -> CustomDomain:
     """Add ``name`` for the user with a token and DKIM key of its own (the API's and
     the dashboard's way)."""
-    # The cheap refusals before the key, which takes a tenth of a second to make.
+    # The cheap refusals before the key, which is slow to make.
     rules.refuse_relay_domain(rules.check_domain(name), relay_domains(settings))
     private, public = await asyncio.to_thread(generate_key)
     return await store.add_domain(
@@ -116,7 +116,7 @@ async def recheck(
     engine: AsyncEngine, user_id: int, found: CustomDomain, settings: Settings
 ) -> CustomDomain:
     """Look ``found``'s records up now and keep the results; called with no transaction
-    open, since DNS may take seconds and on SQLite a writing one would hold the
+    open, since DNS may be slow to answer and on SQLite a writing one would hold the
     database's write lock all that time."""
     checks = await dnscheck.checks_now(found, settings)
     async with transaction(engine) as conn:

@@ -14,11 +14,12 @@ from maskmail.core.records import RelayAddress
 from maskmail.store import activity, mailboxes
 from maskmail.store.reverse_aliases import found_or_made
 from maskmail.web import chart
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import Refused, attempt, change, owned_address, require_viewer
 from maskmail.web.render import page
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 
 async def _detail(

@@ -18,6 +18,7 @@ from maskmail.core.errors import AddressNotFound, LimitReached
 from maskmail.core.records import RelayAddress
 from maskmail.store import addresses as store
 from maskmail.store.address_search import search_addresses
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import (
     PageNotFound,
     change,
@@ -31,7 +32,7 @@ from maskmail.web.pages.signin import sign_in_page
 from maskmail.web.render import HEADERS, ask_to_delete, back_to, fragment, page, root
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 _GONE = "Mail to it will no longer reach you, and the address is never handed out again."
 
