@@ -18,7 +18,7 @@ from maskmail.core.errors import AddressNotFound, LimitReached
 from maskmail.core.records import RelayAddress
 from maskmail.store import addresses as store
 from maskmail.store.address_search import search_addresses
-from maskmail.web.error_pages import PageRoute
+from maskmail.web.error_pages import PageRoute, error_page
 from maskmail.web.guard import (
     PageNotFound,
     change,
@@ -137,9 +137,7 @@ async def change_address(address: str, request: Request, conn: Conn) -> Response
         raise PageNotFound(viewer) from exc
     except ValidationError as exc:
         message = "Not saved: " + "; ".join(str(e["msg"]) for e in exc.errors())
-        if request.headers.get("hx-request"):
-            return HTMLResponse(message, status_code=422, headers=HEADERS)
-        return page(request, "error.html", viewer, status=422, message=message)
+        return error_page(request, 422, message, viewer)
     if request.headers.get("hx-request"):
         row = fragment(
             "_row.html", a=changed, base=root(request), csrf=viewer.csrf, back=_back(form)
