@@ -160,8 +160,10 @@ def answering_route(answer: Answer) -> type[APIRoute]:
 
     The route's function-scoped dependencies (the request's transaction) exit with the
     exception before it is answered, so that a change that failed half way is rolled back
-    as it is when the exception reaches the app's handlers; caught any later, they would
-    see a normal return and commit.
+    as it is when the exception reaches the app's handlers; caught while they are still
+    open, they would see a normal return and commit. FastAPI's stack for them is found by
+    a key of its own: the rollback tests (tests/web/test_error_pages.py,
+    tests/api/test_compat_addy.py) fail if a FastAPI release renames it.
     """
 
     class AnsweringRoute(APIRoute):
