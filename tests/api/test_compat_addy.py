@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
+from maskmail.api.routes import compat_addy
 from tests.api.conftest import BASE, DOMAIN, Caller, ClientFactory
 
 pytestmark = pytest.mark.anyio
@@ -191,3 +192,18 @@ async def test_spec_routes_keep_the_spec_error_shape(client: httpx.AsyncClient) 
     response = await client.get(BASE, headers={"Authorization": "Bearer mm_nope"})
     assert response.status_code == 401
     assert set(response.json()) == {"code", "message", "details"}
+
+
+async def test_a_create_that_fails_after_writing_keeps_nothing(
+    client: httpx.AsyncClient, alice: Caller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The contract's error body is answered after the request's transaction has rolled
+    back: answered inside it, the address made before the failure was committed."""
+
+    def broken(rec: object) -> dict[str, object]:
+        raise RuntimeError("after the insert")
+
+    monkeypatch.setattr(compat_addy, "alias_json", broken)
+    answer = await client.post(ALIASES, headers=addy_headers(alice), json={"domain": DOMAIN})
+    assert answer.status_code == 500 and set(answer.json()) == {"message"}
+    assert (await client.get(BASE, headers=alice.headers)).json() == []

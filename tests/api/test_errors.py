@@ -16,10 +16,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import Receive, Scope, Send
 
 from maskmail.api.bodylimit import BodyTooLarge
-from maskmail.api.errors import problem
 from maskmail.app import create_app
 from maskmail.core.errors import RateLimited, StoreUnavailable, Unauthorized
 from maskmail.http_shared.connection import get_conn
+from maskmail.http_shared.problems import problem
 from maskmail.runner import uvicorn_options
 from tests.api.conftest import BASE, Caller, make_settings
 

@@ -1,13 +1,13 @@
 """Routes that answer errors in another service's shape (addy.io, SimpleLogin).
 
-Status, message and headers come from the one mapping in ``api/errors.py``; only the
+Status, message and headers come from the one mapping in ``http_shared/problems.py``; only the
 body differs, because the clients of those services read their own field.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -19,8 +19,8 @@ from starlette.types import Scope
 
 from maskmail.api import errors
 from maskmail.api.docs import DESCRIPTIONS, errors_for
-from maskmail.api.errors import Problem, problem
 from maskmail.api.proxy import route_path
+from maskmail.http_shared.problems import Problem, answering_route, problem
 
 Renderer = Callable[[Problem], dict[str, Any]]
 # The SPEC's description of a status names its `code`, which these bodies do not carry.
@@ -48,19 +48,10 @@ def _respond(found: Problem, render: Renderer) -> Response:
 def contract_route(render: Renderer) -> type[APIRoute]:
     """An APIRoute class whose errors, from dependencies or the endpoint, use ``render``."""
 
-    class ContractRoute(APIRoute):
-        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-            handler = super().get_route_handler()
+    def answer(request: Request, exc: Exception) -> Response:
+        return _respond(problem(exc, f"{request.method} {request.url.path}"), render)
 
-            async def handle(request: Request) -> Response:
-                try:
-                    return await handler(request)
-                except Exception as exc:
-                    return _respond(problem(exc, f"{request.method} {request.url.path}"), render)
-
-            return handle
-
-    return ContractRoute
+    return answering_route(answer)
 
 
 def outside_routes(

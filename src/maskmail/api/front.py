@@ -5,14 +5,15 @@ see it (``api/proxy.py``), CORS, the body limit (``api/bodylimit.py``), a JSON b
 whatever its Content-Type on the API's paths (``api/anyjson.py``); after the answer, its
 latency by route template (``api/metrics.py``) and the key's last use
 (``api/key_use.py``). An exception no handler answered becomes the one mapping's 500
-here (``api/errors.py``), logged once: Starlette's outermost error middleware answers
-too, but then re-raises, and uvicorn closes a keep-alive connection on an exception.
+here (``maskmail/http_shared/problems.py``), logged once: Starlette's outermost error middleware
+answers too, but then re-raises, and uvicorn closes a keep-alive connection on an
+exception.
 
 Why one layer and not one middleware each: every ASGI layer is a coroutine and a wrapped
-``send`` per request, and seven of them cost the list route about a third of its
-throughput (docs/benchmarks.md, round 4). Here they share one coroutine and one wrapped
-``send``. For the same reason the CORS middleware (Starlette's), which parses the headers
-of every request, only sees requests that carry an ``Origin``; the others get the
+``send`` per request, and one layer each cost the list route a large part of its
+throughput (docs/benchmarks.md). Here they share one coroutine and one wrapped ``send``.
+For the same reason the CORS middleware (Starlette's), which parses the headers of every
+request, only sees requests that carry an ``Origin``; the others get the
 ``Vary: Origin`` it would have added.
 """
 

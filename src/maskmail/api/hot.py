@@ -5,7 +5,7 @@ FastAPI's per-request work (routing, the exception middleware, the exit stack, s
 the endpoint's signature) cost about as much as the endpoint itself, so this
 middleware, the innermost, calls the same endpoint functions directly. Every middleware
 outside it (paths, CORS, body limit) still applies, errors are answered by the one
-mapping (api/errors.py), and FastAPI keeps the routes for its documentation and for
+mapping (http_shared/problems.py), and FastAPI keeps the routes for its documentation and for
 every other method.
 """
 

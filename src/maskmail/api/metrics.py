@@ -10,10 +10,11 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from maskmail import metrics
-from maskmail.api.errors import Problem, render
+from maskmail.api.errors import render
 from maskmail.api.proxy import route_path
 from maskmail.config import Settings
 from maskmail.http_shared.forwarded import Network, client_address, ip_of
+from maskmail.http_shared.problems import Problem
 
 router = APIRouter()
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

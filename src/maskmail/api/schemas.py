@@ -7,13 +7,11 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, WithJsonSchema
 
 from maskmail.core.records import PRIVATE_EMAIL_FIELDS, RelayAddress
+from maskmail.core.text import NO_NUL as NO_NUL
 from maskmail.services.address_changes import NO_CONTROL_CHARACTERS as NO_CONTROL_CHARACTERS
 from maskmail.services.address_changes import AddressUpdate as AddressUpdate
 from maskmail.services.address_changes import StorableStr as StorableStr
 
-# For a field with no pattern of its own: tells clients and generated tests of the NUL
-# (a lone surrogate, which no pattern names, is left to the validator).
-NO_NUL = r"^[^\x00]*$"
 # For an optional string: pydantic leaves a field's pattern out of an ``X | None`` schema,
 # so the string branch carries it, and a generated test knows the NUL is refused.
 NulFreeStr = Annotated[StorableStr, WithJsonSchema({"type": "string", "pattern": NO_NUL})]

@@ -22,7 +22,7 @@
      ├── DeliveryDeferred    the outbound server failed for now (retry later)
      └── DeliveryRefused     the outbound server refused for good
 
-Each door maps these to its own replies (``api/errors.py``, ``mail/replies.py``).
+Each door maps these to its own replies (``http_shared/problems.py`` for HTTP, ``mail/replies.py``).
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ carry). Such a string is refused where it arrives, as bad input, never at the da
 
 from __future__ import annotations
 
+# The JSON Schema patterns that tell clients of these rules: a string without the NUL,
+# and a one-line string without any control character.
+NO_NUL = r"^[^\x00]*$"
+NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+
 
 def unstorable(text: str) -> str | None:
     """Why ``text`` cannot be stored, or None when it can."""

@@ -8,9 +8,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from maskmail.core.descriptions import DESCRIPTION_MAX
+from maskmail.core.text import NO_CONTROL_CHARACTERS as NO_CONTROL_CHARACTERS
 from maskmail.core.text import unstorable
-
-NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
 
 
 def _storable(text: str) -> str:

@@ -49,7 +49,7 @@ async def recheck(
     engine: AsyncEngine, user_id: int, found: CustomDomain, settings: Settings
 ) -> CustomDomain:
     """Look ``found``'s records up now and keep the results; called with no transaction
-    open, since DNS may take seconds and on SQLite a writing one would hold the
+    open, since DNS may be slow to answer and on SQLite a writing one would hold the
     database's write lock all that time."""
     checks = await dnscheck.checks_now(found, settings)
     async with transaction(engine) as conn:

@@ -22,10 +22,11 @@ from maskmail.core.errors import (
     ToolUnavailable,
 )
 from maskmail.core.records import RelayAddress
-from maskmail.http_shared.statuses import status_of
+from maskmail.http_shared.problems import problem
 from maskmail.store import addresses as store
 from maskmail.store import sessions
 from maskmail.web import csrf
+from maskmail.web.render import sentence
 from maskmail.web.sessions import COOKIE, Viewer, csrf_of, hash_token
 
 T = TypeVar("T")
@@ -146,5 +147,4 @@ async def attempt(
 
 def refusal(exc: MaskmailError) -> Refused:
     """The API's message, written as a sentence, and the API's status."""
-    text = exc.message[:1].upper() + exc.message[1:]
-    return Refused(text if text.endswith(".") else text + ".", status_of(exc))
+    return Refused(sentence(exc.message), problem(exc).status)

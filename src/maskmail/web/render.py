@@ -89,12 +89,10 @@ def back_to(request: Request, path: str) -> Response:
     return RedirectResponse(root(request) + path, status_code=303, headers=HEADERS)
 
 
-def forbidden(request: Request) -> Response:
-    return page(request, "error.html", None, status=403, message="This request was refused.")
-
-
-def not_found(request: Request, viewer: Viewer | None) -> Response:
-    return page(request, "error.html", viewer, status=404, message="There is no such page.")
+def sentence(message: str) -> str:
+    """A message of the one error mapping (lower case, no full stop) as a page shows it."""
+    text = message[:1].upper() + message[1:]
+    return text if text.endswith(".") else text + "."
 
 
 def fragment(template: str, **context: Any) -> str:

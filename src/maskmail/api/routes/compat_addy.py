@@ -16,12 +16,12 @@ from starlette.responses import Response
 from maskmail.api.contracts import contract_errors, contract_route
 from maskmail.api.deps import CurrentOwner, CurrentSettings
 from maskmail.api.docs import SchemaPatch
-from maskmail.api.errors import Problem
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import NulFreeStr, StorableStr
 from maskmail.core.descriptions import clean_description
 from maskmail.core.records import RelayAddress
 from maskmail.http_shared.connection import Conn
+from maskmail.http_shared.problems import Problem
 from maskmail.services.addresses import generate, place_for, subdomain_hosts
 from maskmail.store import custom_domains as custom_domain_store
 from maskmail.store import subdomains as subdomain_store

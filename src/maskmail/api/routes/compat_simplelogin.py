@@ -16,7 +16,6 @@ from starlette.responses import Response
 from maskmail.api.contracts import contract_errors, contract_route
 from maskmail.api.deps import CurrentSettings, RawKeyOwner
 from maskmail.api.docs import RAW_KEY_SCHEME
-from maskmail.api.errors import Problem
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import NulFreeStr, StorableStr
 from maskmail.core.descriptions import clean_description
@@ -24,6 +23,7 @@ from maskmail.core.errors import AddressTaken, InvalidAddress
 from maskmail.core.first_mail import catch_all_local
 from maskmail.core.records import RelayAddress
 from maskmail.http_shared.connection import Conn
+from maskmail.http_shared.problems import Problem
 from maskmail.services.addresses import generate
 from maskmail.store import accounts
 from maskmail.store import custom_domains as custom_domain_store

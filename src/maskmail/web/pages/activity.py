@@ -8,10 +8,11 @@ from starlette.responses import Response
 from maskmail.http_shared.connection import Conn
 from maskmail.store import activity
 from maskmail.web import chart
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import require_viewer
 from maskmail.web.render import page
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 
 @router.get("/activity")

@@ -13,11 +13,12 @@ from maskmail.http_shared.connection import Conn
 from maskmail.services.contacts import checked_contact, contact_alias
 from maskmail.store import activity, mailboxes
 from maskmail.web import chart
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import Refused, attempt, change, owned_address, require_viewer
 from maskmail.web.render import page
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 
 async def _detail(

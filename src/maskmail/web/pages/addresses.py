@@ -18,6 +18,7 @@ from maskmail.services.address_changes import AddressUpdate
 from maskmail.services.addresses import generate
 from maskmail.store import addresses as store
 from maskmail.store.address_search import search_addresses
+from maskmail.web.error_pages import PageRoute, error_page
 from maskmail.web.guard import (
     PageNotFound,
     change,
@@ -31,7 +32,7 @@ from maskmail.web.pages.signin import sign_in_page
 from maskmail.web.render import HEADERS, ask_to_delete, back_to, fragment, page, root
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 _GONE = "Mail to it will no longer reach you, and the address is never handed out again."
 
@@ -136,9 +137,7 @@ async def change_address(address: str, request: Request, conn: Conn) -> Response
         raise PageNotFound(viewer) from exc
     except ValidationError as exc:
         message = "Not saved: " + "; ".join(str(e["msg"]) for e in exc.errors())
-        if request.headers.get("hx-request"):
-            return HTMLResponse(message, status_code=422, headers=HEADERS)
-        return page(request, "error.html", viewer, status=422, message=message)
+        return error_page(request, 422, message, viewer)
     if request.headers.get("hx-request"):
         row = fragment(
             "_row.html", a=changed, base=root(request), csrf=viewer.csrf, back=_back(form)

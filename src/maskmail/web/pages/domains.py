@@ -15,6 +15,7 @@ from maskmail.services.domains import add_for, recheck
 from maskmail.store import custom_domains as store
 from maskmail.store.engine import transaction
 from maskmail.web.catch_all import pause_notice
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import (
     PageNotFound,
     Refused,
@@ -28,7 +29,7 @@ from maskmail.web.guard import (
 from maskmail.web.render import ask_to_delete, back_to, page
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 # What each check looks for, as the page names it.
 LABELS = {

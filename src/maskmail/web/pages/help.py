@@ -18,10 +18,11 @@ from maskmail.config import Settings
 from maskmail.http_shared.connection import Conn
 from maskmail.http_shared.public_url import server_url
 from maskmail.web.assets import PATH, STATIC, asset_url
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import PageNotFound, require_viewer
 from maskmail.web.render import page, root
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 GUIDE = "help-clients.md"
 # An installed wheel carries the guide beside this package (pyproject's force-include); a

@@ -9,11 +9,12 @@ from maskmail.config import Settings
 from maskmail.http_shared.connection import Conn
 from maskmail.http_shared.public_url import server_url
 from maskmail.store import accounts
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import PageNotFound, change, path_id, require_viewer
 from maskmail.web.render import back_to, page
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 
 async def _keys_page(request: Request, conn: Conn, viewer: Viewer, new_key: str = "") -> Response:

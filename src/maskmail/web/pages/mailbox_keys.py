@@ -17,11 +17,12 @@ from maskmail.openpgp import MAX_KEY_CHARS
 from maskmail.services.mailbox_keys import put_key
 from maskmail.store import mailbox_keys as store
 from maskmail.store.mailbox_keys import MailboxKey
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import Refused, attempt, change, path_id, switch
 from maskmail.web.pages.mailboxes import mailboxes_page
 from maskmail.web.render import back_to
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 Work = Callable[[int, int, FormData], Awaitable[object]]
 

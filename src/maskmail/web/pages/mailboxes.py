@@ -18,6 +18,7 @@ from maskmail.services.mailboxes import add_and_ask, check_code
 from maskmail.store import mailbox_keys
 from maskmail.store import mailboxes as store
 from maskmail.store.mailboxes import Mailbox
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import (
     PageNotFound,
     Refused,
@@ -30,7 +31,7 @@ from maskmail.web.guard import (
 from maskmail.web.render import ask_to_delete, back_to, page
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 _GONE = (
     "Mail stops going to it. Addresses that forwarded only to it forward to your default "

@@ -11,10 +11,11 @@ from maskmail.core import passwords
 from maskmail.http_shared.connection import Conn
 from maskmail.store import sessions
 from maskmail.web import throttle
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import change, require_viewer
 from maskmail.web.render import page
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 
 @router.get("/password")

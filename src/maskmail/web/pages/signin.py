@@ -8,11 +8,12 @@ from starlette.responses import Response
 from maskmail.http_shared.connection import Conn
 from maskmail.store import sessions
 from maskmail.web import csrf, throttle
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import change, plain_text, read_form
 from maskmail.web.render import back_to, page
 from maskmail.web.sessions import LIFETIME, clear_cookie, hash_token, new_token, set_cookie
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 WRONG = "Wrong email or password."
 

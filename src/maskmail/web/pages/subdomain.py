@@ -19,6 +19,7 @@ from maskmail.services.subdomains import naming
 from maskmail.store import subdomains as store
 from maskmail.store.subdomains import Naming
 from maskmail.web.catch_all import pause_notice
+from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import (
     PageNotFound,
     Refused,
@@ -32,7 +33,7 @@ from maskmail.web.guard import (
 from maskmail.web.render import back_to, page
 from maskmail.web.sessions import Viewer
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
 
 def _domain(request: Request) -> str:
