@@ -11,9 +11,10 @@ from maskmail.store.tables import address_counts
 
 
 def total_of(user_id: int | ColumnElement[int]) -> ColumnElement[int]:
-    """The total, as a scalar subquery."""
+    """The total, as a scalar subquery (its 0 written in, so that its only parameter, if
+    any, is the user's id)."""
     return (
-        select(func.coalesce(func.sum(address_counts.c.n), 0))
+        select(func.coalesce(func.sum(address_counts.c.n), literal_column("0")))
         .where(address_counts.c.user_id == user_id)
         .scalar_subquery()
     )
