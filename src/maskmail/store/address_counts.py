@@ -22,7 +22,8 @@ def total_of(user_id: int | ColumnElement[int]) -> ColumnElement[int]:
 
 def total_sql(owner: str) -> str:
     """The same subquery as SQL text, for the statements written as text
-    (store/listing.py); ``owner`` is an SQL expression for the user's id."""
+    (store/listing.py, store/first_mail.py); ``owner`` is an SQL expression for the
+    user's id."""
     subquery = total_of(literal_column(owner))
     return str(subquery.compile(compile_kwargs={"literal_binds": True}))
 
