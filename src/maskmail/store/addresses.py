@@ -1,9 +1,10 @@
 """Relay addresses: create under the limit, read, change, pause, delete, count their mail.
 Every write to the addresses table is here.
 
-Creating and counting run on the driver (store/driver.py says why); reading, changing
-and deleting through SQLAlchemy Core. Counting mail also keeps each address's counts per
-day (daily_activity), which the dashboard reads (store/activity.py).
+Creating, counting and unmaking (first mail) run on the driver (store/driver.py says
+why); reading, changing and deleting through SQLAlchemy Core. Counting mail also keeps
+each address's counts per day (daily_activity, whose statement is store/activity.py's),
+which the dashboard reads.
 """
 
 from __future__ import annotations
