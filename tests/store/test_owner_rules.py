@@ -37,8 +37,8 @@ def _locked(source: str) -> list[str]:
     }
     locked = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr == "with_for_update":
-            text = ast.unparse(node.value)
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith(".with_for_update"):
+            text = ast.unparse(node)
             for _ in range(3):
                 text = re.sub(r"\b_?[A-Z_]+\b", lambda m: assigned.get(m[0], m[0]), text)
             locked.append(text)
@@ -49,7 +49,7 @@ def test_only_owner_lock_locks_the_owner_row() -> None:
     locking = {
         name
         for name, text in _sources().items()
-        if any(re.search(r"\busers\.c\.", lock) for lock in _locked(text))
+        if any(re.search(r"\busers\b", lock) for lock in _locked(text))
     }
     assert locking == {"owner_lock"}
 

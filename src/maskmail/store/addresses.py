@@ -45,7 +45,7 @@ from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.activity import add_to_today
 from maskmail.store.clock import now, today
 from maskmail.store.driver import Driver, Statement, as_driver
-from maskmail.store.owner_lock import lock_owner
+from maskmail.store.owner_lock import lock_owner, locking
 from maskmail.store.tables import addresses, subdomains, users
 
 EDITABLE = frozenset({"description", "enabled", "block_spam"})
@@ -97,6 +97,7 @@ _USER = select(users.c.id, users.c.use_relay_subdomain, _SUBDOMAIN).where(
     users.c.id == bindparam("user_id")
 )
 _OWNER = Statement.from_core(_USER, "user_id")
+_LOCKED_OWNER = Statement.from_core(locking(_USER), "user_id")
 _SUBDOMAIN_NAME = Statement.from_core(
     select(subdomains.c.subdomain).where(subdomains.c.user_id == bindparam("user_id")),
     "user_id",
@@ -169,9 +170,7 @@ async def create_address(
     AddressTaken when it exists or was ever handed out.
     """
     driver = await as_driver(conn)
-    if limit > 0 and not await lock_owner(driver, user_id):
-        raise UserNotFound(f"no user with id {user_id}")
-    owner = await driver.rows(_OWNER, user_id)
+    owner = await driver.rows(_LOCKED_OWNER if limit > 0 else _OWNER, user_id)
     if not owner:
         raise UserNotFound(f"no user with id {user_id}")
     uses_subdomain, subdomain = bool(owner[0][1]), owner[0][2]

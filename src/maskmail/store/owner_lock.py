@@ -4,16 +4,25 @@ the other (in any process sharing the database)."""
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select
+from typing import Any
+
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.store.driver import Driver, Statement, as_driver
 from maskmail.store.tables import users
 
-# FOR UPDATE on PostgreSQL; SQLite has none, and needs none: its write transactions
-# (BEGIN IMMEDIATE) run one at a time already.
+
+def locking(query: Select[Any]) -> Select[Any]:
+    """``query``, which reads the owner's row, taking it as ``lock_owner`` does: for a
+    statement that locks and reads in one round trip. FOR UPDATE on PostgreSQL; SQLite
+    has none, and needs none: its write transactions (BEGIN IMMEDIATE) run one at a time
+    already."""
+    return query.with_for_update(of=users)
+
+
 _LOCK = Statement.from_core(
-    select(users.c.id).where(users.c.id == bindparam("user_id")).with_for_update(), "user_id"
+    locking(select(users.c.id).where(users.c.id == bindparam("user_id"))), "user_id"
 )
 
 
