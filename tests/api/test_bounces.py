@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.dsn import Bounce, Kind
-from maskmail.store.bounces import record_bounce
+from maskmail.store.address_bounces import record_bounce
 from maskmail.store.clock import now
 from tests.api.conftest import BASE, Caller, ClientFactory
 

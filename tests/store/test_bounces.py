@@ -11,8 +11,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core.dsn import WINDOW, Bounce, Kind
 from maskmail.core.errors import AddressNotFound
+from maskmail.store import address_bounces
 from maskmail.store import bounces as store
-from maskmail.store.addresses import delete_address, get_address, update_address
+from maskmail.store.addresses import delete_address, get_address, lift_pause, update_address
 from maskmail.store.clock import now
 from maskmail.store.engine import create_engine, transaction
 from maskmail.store.tables import bounces
@@ -29,7 +30,8 @@ async def test_hard_bounces_pause_at_the_threshold(conn: AsyncConnection) -> Non
     user_id, address_id = await new_address(conn)
     t = now()
     seen = [
-        await store.record_bounce(conn, address_id, HARD, threshold=3, when=t + i) for i in range(4)
+        await address_bounces.record_bounce(conn, address_id, HARD, threshold=3, when=t + i)
+        for i in range(4)
     ]
     assert [r.hard_bounces for r in seen] == [1, 2, 3, 4]
     assert [r.paused for r in seen] == [False, False, True, False]
@@ -45,11 +47,13 @@ async def test_hard_bounces_pause_at_the_threshold(conn: AsyncConnection) -> Non
 async def test_soft_bounces_and_old_hard_ones_do_not_count(conn: AsyncConnection) -> None:
     user_id, address_id = await new_address(conn)
     t = now()
-    await store.record_bounce(conn, address_id, HARD, threshold=2, when=t - WINDOW)
+    await address_bounces.record_bounce(conn, address_id, HARD, threshold=2, when=t - WINDOW)
     for i in range(5):
-        recorded = await store.record_bounce(conn, address_id, SOFT, threshold=2, when=t + i)
+        recorded = await address_bounces.record_bounce(
+            conn, address_id, SOFT, threshold=2, when=t + i
+        )
         assert recorded == store.Recorded(hard_bounces=0, paused=False)
-    recorded = await store.record_bounce(conn, address_id, HARD, threshold=2, when=t + 9)
+    recorded = await address_bounces.record_bounce(conn, address_id, HARD, threshold=2, when=t + 9)
     assert recorded == store.Recorded(hard_bounces=1, paused=False)
     assert (await get_address(conn, user_id, address_id)).enabled is True
 
@@ -57,7 +61,9 @@ async def test_soft_bounces_and_old_hard_ones_do_not_count(conn: AsyncConnection
 async def test_zero_threshold_never_pauses(conn: AsyncConnection) -> None:
     user_id, address_id = await new_address(conn)
     for _ in range(10):
-        recorded = await store.record_bounce(conn, address_id, HARD, threshold=0, when=now())
+        recorded = await address_bounces.record_bounce(
+            conn, address_id, HARD, threshold=0, when=now()
+        )
         assert not recorded.paused
     assert (await get_address(conn, user_id, address_id)).enabled is True
 
@@ -66,7 +72,7 @@ async def test_enabling_lifts_the_pause_and_forgives(conn: AsyncConnection) -> N
     user_id, address_id = await new_address(conn)
     t = now()
     for i in range(2):
-        await store.record_bounce(conn, address_id, HARD, threshold=2, when=t + i)
+        await address_bounces.record_bounce(conn, address_id, HARD, threshold=2, when=t + i)
     await update_address(conn, user_id, address_id, {"description": "still paused"})
     assert (await store.bounce_report(conn, user_id, address_id, now=t)).paused_time == t + 1
     await update_address(conn, user_id, address_id, {"enabled": True})
@@ -74,16 +80,16 @@ async def test_enabling_lifts_the_pause_and_forgives(conn: AsyncConnection) -> N
     assert (report.paused_time, report.hard_bounces) == (None, 0)
     assert [row.forgiven for row in report.latest] == [True, True]
     # One more hard bounce is one, not three: no pause again.
-    recorded = await store.record_bounce(conn, address_id, HARD, threshold=2, when=t + 3)
+    recorded = await address_bounces.record_bounce(conn, address_id, HARD, threshold=2, when=t + 3)
     assert recorded == store.Recorded(hard_bounces=1, paused=False)
-    assert await store.lift_pause(conn, address_id) is False
+    assert await lift_pause(conn, address_id) is False
 
 
 async def test_enabling_an_address_that_was_not_paused_forgives_nothing(
     conn: AsyncConnection,
 ) -> None:
     user_id, address_id = await new_address(conn)
-    await store.record_bounce(conn, address_id, HARD, threshold=3, when=now())
+    await address_bounces.record_bounce(conn, address_id, HARD, threshold=3, when=now())
     await update_address(conn, user_id, address_id, {"enabled": True})
     report = await store.bounce_report(conn, user_id, address_id, now=now())
     assert report.hard_bounces == 1
@@ -101,7 +107,7 @@ async def test_listing_keeps_the_latest_fifty(conn: AsyncConnection) -> None:
     user_id, address_id = await new_address(conn)
     t = now()
     for i in range(store.LISTED + 5):
-        await store.record_bounce(conn, address_id, SOFT, threshold=5, when=t + i)
+        await address_bounces.record_bounce(conn, address_id, SOFT, threshold=5, when=t + i)
     report = await store.bounce_report(conn, user_id, address_id, now=t)
     assert len(report.latest) == store.LISTED
     assert report.latest[0].received_time == t + store.LISTED + 4
@@ -110,14 +116,14 @@ async def test_listing_keeps_the_latest_fifty(conn: AsyncConnection) -> None:
 
 async def test_bounces_go_with_their_address(conn: AsyncConnection) -> None:
     user_id, address_id = await new_address(conn)
-    await store.record_bounce(conn, address_id, HARD, threshold=5, when=now())
+    await address_bounces.record_bounce(conn, address_id, HARD, threshold=5, when=now())
     await delete_address(conn, user_id, address_id)
     left = await conn.scalar(
         select(func.count()).select_from(bounces).where(bounces.c.address_id == address_id)
     )
     assert left == 0
     with pytest.raises(AddressNotFound):
-        await store.record_bounce(conn, address_id, HARD, threshold=5, when=now())
+        await address_bounces.record_bounce(conn, address_id, HARD, threshold=5, when=now())
 
 
 @pytest.fixture
@@ -137,7 +143,7 @@ async def test_racing_bounces_count_exactly_and_pause_once(wide_engine: AsyncEng
 
     async def bounce() -> store.Recorded:
         async with transaction(engine) as conn:
-            return await store.record_bounce(
+            return await address_bounces.record_bounce(
                 conn, address_id, HARD, threshold=threshold, when=now()
             )
 

@@ -13,8 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.core.dsn import Bounce, Kind
 from maskmail.core.errors import AddressNotFound
 from maskmail.core.mailboxes import new_proof
+from maskmail.store import address_bounces, mailboxes, tables
 from maskmail.store import bounces as store
-from maskmail.store import mailboxes, tables
 from maskmail.store.addresses import get_address
 from maskmail.store.clock import now
 from maskmail.store.tables import (
@@ -203,7 +203,7 @@ async def test_a_bounce_for_a_deleted_mailbox_counts_against_nothing(
         conn, ann_address, anns.id, HARD, threshold=1, when=when
     )
     assert gone is None
-    recorded = await store.record_bounce(conn, ann_address, HARD, threshold=2, when=when)
+    recorded = await address_bounces.record_bounce(conn, ann_address, HARD, threshold=2, when=when)
     assert (recorded.hard_bounces, recorded.paused) == (1, False)
     report = await store.bounce_report(conn, ann, ann_address, now=when)
     assert len(report.latest) == 2
@@ -219,7 +219,9 @@ async def test_a_bounce_signed_before_its_row_was_made_is_not_its(conn: AsyncCon
     assert await store.address_exists(conn, ann_address, made_before=made + 1)
     assert not await store.address_exists(conn, ann_address, made_before=made)
     with pytest.raises(AddressNotFound):
-        await store.record_bounce(conn, ann_address, HARD, threshold=1, when=when, made_before=made)
+        await address_bounces.record_bounce(
+            conn, ann_address, HARD, threshold=1, when=when, made_before=made
+        )
     with pytest.raises(AddressNotFound):
         await store.record_mailbox_bounce(
             conn, ann_address, 1, HARD, threshold=1, when=when, made_before=made
@@ -237,7 +239,7 @@ async def test_a_bounce_signed_before_its_row_was_made_is_not_its(conn: AsyncCon
             conn, ann_address, anns.id, HARD, threshold=1, when=when, made_before=box_made
         )
         assert paused is None
-    recorded = await store.record_bounce(
+    recorded = await address_bounces.record_bounce(
         conn, ann_address, HARD, threshold=3, when=when, made_before=box_made
     )
     assert (recorded.hard_bounces, recorded.paused) == (1, False)

@@ -22,6 +22,7 @@ from maskmail.core.errors import (
 from maskmail.mail import replies
 from maskmail.mail.context import MailContext
 from maskmail.mail.dsn import read_bounce
+from maskmail.store import address_bounces
 from maskmail.store import bounces as store
 from maskmail.store.engine import transaction
 
@@ -65,7 +66,7 @@ async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
         await _mailbox_bounce(ctx, found, found.mailbox_id, bounce)
         return replies.ACCEPTED
     async with transaction(ctx.engine) as conn:
-        recorded = await store.record_bounce(
+        recorded = await address_bounces.record_bounce(
             conn,
             address_id,
             bounce,

@@ -1,14 +1,32 @@
-"""Reading the daily counts the mail plane keeps (``addresses.count_mail`` writes them)."""
+"""The daily counts the mail plane keeps per address: the statement that adds to them
+(``addresses.count_mail`` runs it with the address's own counters), and reading them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, Select, bindparam, func, literal_column, select
+from sqlalchemy.dialects.postgresql import insert as upsert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from maskmail.core.verdict import Counter
 from maskmail.store.clock import today
 from maskmail.store.tables import addresses, daily_activity
+
+
+def add_to_today(counters: tuple[Counter, ...], ids: Select[Any]) -> Any:
+    """Adding one to each counter of the day (parameter ``day``) for the address ``ids``
+    selects."""
+    one = literal_column("1", Integer)
+    adding = upsert(daily_activity).from_select(
+        ["address_id", "day", *counters],
+        ids.add_columns(bindparam("day", type_=Integer), *(one for _ in counters)),
+    )
+    return adding.on_conflict_do_update(
+        index_elements=[daily_activity.c.address_id, daily_activity.c.day],
+        set_={name: daily_activity.c[name] + adding.excluded[name] for name in counters},
+    )
 
 
 @dataclass(frozen=True, slots=True)

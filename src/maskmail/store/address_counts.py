@@ -11,9 +11,10 @@ from maskmail.store.tables import address_counts
 
 
 def total_of(user_id: int | ColumnElement[int]) -> ColumnElement[int]:
-    """The total, as a scalar subquery."""
+    """The total, as a scalar subquery (its 0 written in, so that its only parameter, if
+    any, is the user's id)."""
     return (
-        select(func.coalesce(func.sum(address_counts.c.n), 0))
+        select(func.coalesce(func.sum(address_counts.c.n), literal_column("0")))
         .where(address_counts.c.user_id == user_id)
         .scalar_subquery()
     )
@@ -21,7 +22,8 @@ def total_of(user_id: int | ColumnElement[int]) -> ColumnElement[int]:
 
 def total_sql(owner: str) -> str:
     """The same subquery as SQL text, for the statements written as text
-    (store/listing.py); ``owner`` is an SQL expression for the user's id."""
+    (store/listing.py, store/first_mail.py); ``owner`` is an SQL expression for the
+    user's id."""
     subquery = total_of(literal_column(owner))
     return str(subquery.compile(compile_kwargs={"literal_binds": True}))
 

@@ -1,8 +1,10 @@
-"""Relay addresses: create under the limit, read, change, delete, count their mail.
+"""Relay addresses: create under the limit, read, change, pause, delete, count their mail.
+Every write to the addresses table is here.
 
-Creating and counting run on the driver (store/driver.py says why); reading, changing
-and deleting through SQLAlchemy Core. Counting mail also keeps each address's counts per
-day (daily_activity), which the dashboard reads (store/activity.py).
+Creating, counting and unmaking (first mail) run on the driver (store/driver.py says
+why); reading, changing and deleting through SQLAlchemy Core. Counting mail also keeps
+each address's counts per day (daily_activity, whose statement is store/activity.py's),
+which the dashboard reads.
 """
 
 from __future__ import annotations
@@ -15,18 +17,16 @@ from functools import lru_cache
 from typing import Any, get_args
 
 from sqlalchemy import (
-    Integer,
-    Select,
+    ColumnElement,
+    FromClause,
     Update,
     bindparam,
     case,
     delete,
-    func,
     literal_column,
     select,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert as upsert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
@@ -39,25 +39,36 @@ from maskmail.core.errors import (
 )
 from maskmail.core.records import RelayAddress
 from maskmail.core.verdict import Counter
-from maskmail.store import accounts, tombstones
+from maskmail.store import accounts, address_counts, tombstones
 from maskmail.store import bounces as bounce_store
 from maskmail.store.accounts import LIVE_KEY
+from maskmail.store.activity import add_to_today
 from maskmail.store.clock import now, today
 from maskmail.store.driver import Driver, Statement, as_driver
-from maskmail.store.tables import addresses, daily_activity, subdomains, users
+from maskmail.store.owner_lock import lock_owner, locking
+from maskmail.store.tables import addresses, subdomains, users
 
 EDITABLE = frozenset({"description", "enabled", "block_spam"})
 # The columns in RelayAddress's field order, so a row converts by position (see record).
 ADDRESS_COLUMNS = tuple(addresses.c[field.name] for field in fields(RelayAddress))
-# core.addresses.full_address in SQL, for searching: a NULL or empty subdomain is none.
-FULL_ADDRESS = (
-    addresses.c.address
-    + "@"
-    + case(
-        (addresses.c.subdomain != "", addresses.c.subdomain + "." + addresses.c.domain),
-        else_=addresses.c.domain,
-    )
-)
+
+
+def full_address_of(table: FromClause) -> ColumnElement[str]:
+    """core.addresses.full_address in SQL, over ``table`` (addresses, or an alias of it):
+    a NULL or empty subdomain is none. A CASE, which SQLite evaluates faster than
+    coalesce(nullif())."""
+    c = table.c
+    return c.address + "@" + case((c.subdomain != "", c.subdomain + "." + c.domain), else_=c.domain)
+
+
+def full_address_sql(alias: str) -> str:
+    """The same as SQL text over the table's alias ``alias``, for the statements written
+    as text (store/listing.py); the same text for SQLite and PostgreSQL."""
+    expression = full_address_of(addresses.alias(alias))
+    return str(expression.compile(compile_kwargs={"literal_binds": True}))
+
+
+FULL_ADDRESS = full_address_of(addresses)
 # Each draw from 36^8 collides with an existing address with negligible probability;
 # this many collisions in a row means something else is wrong.
 MAX_DRAWS = 20
@@ -85,17 +96,13 @@ _SUBDOMAIN = (
 _USER = select(users.c.id, users.c.use_relay_subdomain, _SUBDOMAIN).where(
     users.c.id == bindparam("user_id")
 )
-# FOR UPDATE on PostgreSQL; SQLite has none (its BEGIN IMMEDIATE serialises writers).
-_LOCK_USER = Statement.from_core(_USER.with_for_update(), "user_id")
-_USER_EXISTS = Statement.from_core(_USER, "user_id")
+_OWNER = Statement.from_core(_USER, "user_id")
+_LOCKED_OWNER = Statement.from_core(locking(_USER), "user_id")
 _SUBDOMAIN_NAME = Statement.from_core(
     select(subdomains.c.subdomain).where(subdomains.c.user_id == bindparam("user_id")),
     "user_id",
 )
-_COUNT = Statement.from_core(
-    select(func.count()).select_from(addresses).where(addresses.c.user_id == bindparam("user_id")),
-    "user_id",
-)
+_COUNT = Statement.from_core(select(address_counts.total_of(bindparam("user_id"))), "user_id")
 _INSERT = Statement.portable(
     f"{_NEW_ROW_COLUMNS} VALUES (?, ?, ?, ?, TRUE, FALSE, ?, ?, NULL, 0, 0, 0, 0) "
     f"ON CONFLICT DO NOTHING {_RETURNING}"
@@ -109,8 +116,7 @@ _LIVE_KEY_ON_DOMAIN = (
 )
 _CREATE_FOR_KEY = Statement.per_dialect(
     postgresql=f"WITH o AS ({_LIVE_KEY_ON_DOMAIN}), "
-    "t AS (INSERT INTO tombstones (hash, created_time) "
-    "SELECT ?, ? WHERE EXISTS (SELECT 1 FROM o) ON CONFLICT DO NOTHING RETURNING 1) "
+    f"t AS ({tombstones.RESERVE_IF} EXISTS (SELECT 1 FROM o) ON CONFLICT DO NOTHING RETURNING 1) "
     f"{_NEW_ROW_COLUMNS} SELECT o.user_id, ?, ?, NULL, TRUE, FALSE, '', ?, NULL, 0, 0, 0, 0 "
     f"FROM o CROSS JOIN t ON CONFLICT DO NOTHING {_RETURNING}",
 )
@@ -164,7 +170,7 @@ async def create_address(
     AddressTaken when it exists or was ever handed out.
     """
     driver = await as_driver(conn)
-    owner = await driver.rows(_LOCK_USER if limit > 0 else _USER_EXISTS, user_id)
+    owner = await driver.rows(_LOCKED_OWNER if limit > 0 else _OWNER, user_id)
     if not owner:
         raise UserNotFound(f"no user with id {user_id}")
     uses_subdomain, subdomain = bool(owner[0][1]), owner[0][2]
@@ -175,7 +181,7 @@ async def create_address(
         # lock the name is read again, so that no address is made on a name whose
         # addresses a rename has just deleted.
         if limit <= 0:
-            await driver.rows(_LOCK_USER, user_id)
+            await lock_owner(driver, user_id)
         found = await driver.rows(_SUBDOMAIN_NAME, user_id)
         subdomain = found[0][0] if found else None
     subdomain = _placed(place, uses_subdomain, subdomain, on)
@@ -281,8 +287,33 @@ async def update_address(
         raise AddressNotFound("no such address")
     if changes.get("enabled") is True:
         # The owner switched it back on: a bounce pause ends with that.
-        await bounce_store.lift_pause(conn, address_id)
+        await lift_pause(conn, address_id)
     return record(row)
+
+
+async def pause(conn: AsyncConnection, address_id: int, when: int) -> None:
+    """Stop forwarding: hard bounces reached the threshold (``store.address_bounces``).
+    A pause is a change like any other: it stamps updated_time."""
+    await conn.execute(
+        update(addresses)
+        .where(addresses.c.id == address_id)
+        .values(enabled=False, paused_time=when, updated_time=when)
+    )
+
+
+async def lift_pause(conn: AsyncConnection, address_id: int) -> bool:
+    """Clear a pause, and forgive the bounces that led to it, so that the next single
+    bounce does not pause the address again. False when it was not paused."""
+    lifted = await conn.execute(
+        update(addresses)
+        .where(addresses.c.id == address_id, addresses.c.paused_time.is_not(None))
+        .values(paused_time=None)
+        .returning(addresses.c.id)
+    )
+    if lifted.first() is None:
+        return False
+    await bounce_store.forgive_address(conn, address_id)
+    return True
 
 
 async def delete_address(conn: AsyncConnection, user_id: int, address_id: int) -> None:
@@ -290,6 +321,31 @@ async def delete_address(conn: AsyncConnection, user_id: int, address_id: int) -
     result = await conn.execute(delete(addresses).where(_owned(user_id, address_id)))
     if result.rowcount != 1:
         raise AddressNotFound("no such address")
+
+
+async def delete_on_subdomain(conn: AsyncConnection, user_id: int, subdomain: str) -> None:
+    """Delete the owner's addresses on their subdomain (renamed or deleted)."""
+    await conn.execute(
+        delete(addresses).where(
+            (addresses.c.user_id == user_id) & (addresses.c.subdomain == subdomain)
+        )
+    )
+
+
+async def delete_on_domain(conn: AsyncConnection, user_id: int, domain: str) -> None:
+    """Delete the owner's addresses on their custom domain (deleted)."""
+    await conn.execute(
+        delete(addresses).where((addresses.c.user_id == user_id) & (addresses.c.domain == domain))
+    )
+
+
+_UNMAKE = Statement.portable("DELETE FROM addresses WHERE id = ? RETURNING id")
+
+
+async def unmake(driver: Driver, address_id: int) -> bool:
+    """Delete an address made on first mail whose message was not accepted
+    (``store.first_mail.unmake``); False when it is gone already."""
+    return bool(await driver.rows(_UNMAKE, address_id))
 
 
 def _increment(counters: tuple[Counter, ...]) -> Update:
@@ -303,19 +359,6 @@ def _increment(counters: tuple[Counter, ...]) -> Update:
     )
 
 
-def _add_to_today(counters: tuple[Counter, ...], ids: Select[Any]) -> Any:
-    """Adding one to each counter of the day for the address ``ids`` selects."""
-    one = literal_column("1", Integer)
-    adding = upsert(daily_activity).from_select(
-        ["address_id", "day", *counters],
-        ids.add_columns(bindparam("day", type_=Integer), *(one for _ in counters)),
-    )
-    return adding.on_conflict_do_update(
-        index_elements=[daily_activity.c.address_id, daily_activity.c.day],
-        set_={name: daily_activity.c[name] + adding.excluded[name] for name in counters},
-    )
-
-
 @lru_cache(maxsize=16)  # one per set of counters: there are fifteen
 def _counting_postgresql(counters: tuple[Counter, ...]) -> Statement:
     """The counters and the address's counts of today (daily_activity) in one statement,
@@ -323,7 +366,7 @@ def _counting_postgresql(counters: tuple[Counter, ...]) -> Statement:
     Arguments: the day, then the address id."""
     moved = _increment(counters).returning(addresses.c.id).cte("moved")
     return Statement.from_core(
-        _add_to_today(counters, select(moved.c.id)), "day", "address_id", only="postgresql"
+        add_to_today(counters, select(moved.c.id)), "day", "address_id", only="postgresql"
     )
 
 
@@ -334,7 +377,7 @@ def _counting_sqlite(counters: tuple[Counter, ...]) -> tuple[Statement, Statemen
     address = select(addresses.c.id).where(addresses.c.id == bindparam("address_id"))
     return (
         Statement.from_core(_increment(counters), "address_id", only="sqlite"),
-        Statement.from_core(_add_to_today(counters, address), "day", "address_id", only="sqlite"),
+        Statement.from_core(add_to_today(counters, address), "day", "address_id", only="sqlite"),
     )
 
 

@@ -1,4 +1,6 @@
-"""Bounces: recorded against a relay address, counted, and the pause they lead to."""
+"""Bounces: recorded against a relay address (and its mailbox), counted, forgiven; a
+mailbox's pause. The pause of an address is ``store.address_bounces``, for the address's
+row is written by ``store.addresses`` alone."""
 
 from __future__ import annotations
 
@@ -15,14 +17,13 @@ from maskmail.store.tables import addresses, bounces
 
 LISTED = 50
 
-_by_id = addresses.c.id == bindparam("address_id")
+BY_ID = addresses.c.id == bindparam("address_id")
 # A bounce names its address by id and the day it was signed: an address made after that
 # day holds the id of one that was gone (before migration 0013, SQLite handed ids out
 # again), and the bounce is not its.
-_made_before = addresses.c.created_time < bindparam("made_before")
+MADE_BEFORE = addresses.c.created_time < bindparam("made_before")
 ANY_TIME = 2**62
-_LOCK = select(addresses.c.paused_time).where(_by_id, _made_before).with_for_update()
-_EXISTS = select(addresses.c.id).where(_by_id, _made_before)
+_EXISTS = select(addresses.c.id).where(BY_ID, MADE_BEFORE)
 _HARD_RECENT = (
     select(func.count())
     .select_from(bounces)
@@ -72,48 +73,33 @@ async def address_exists(
     return found is not None
 
 
-async def record_bounce(
+async def add(
     conn: AsyncConnection,
     address_id: int,
     bounce: dsn.Bounce,
     *,
-    threshold: int,
     when: int,
-    made_before: int = ANY_TIME,
-) -> Recorded:
-    """Record a bounce and pause the address when it reaches the threshold.
-
-    The address row is locked first (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE
-    already serialises writers), so that concurrent bounces count one after another:
-    none of them can miss the threshold, and only one of them pauses.
-    """
-    params = {"address_id": address_id, "made_before": made_before}
-    locked = (await conn.execute(_LOCK, params)).first()
-    if locked is None:
-        raise AddressNotFound("no such address")
+    mailbox_id: int | None = None,
+    forgiven: bool = False,
+) -> None:
+    """Record one bounce against the address (and the mailbox that bounced, if any)."""
     await conn.execute(
         insert(bounces).values(
             address_id=address_id,
+            mailbox_id=mailbox_id,
             received_time=when,
             kind=bounce.kind.value,
             status=bounce.status[:16],
-            forgiven=False,
+            forgiven=forgiven,
         )
     )
-    hard = int(
-        await conn.scalar(_HARD_RECENT, {"address_id": address_id, "since": when - dsn.WINDOW}) or 0
-    )
-    pause = bounce.kind is dsn.Kind.HARD and dsn.should_pause(
-        hard, threshold, paused=locked.paused_time is not None
-    )
-    if pause:
-        # A pause is a change like any other: it stamps updated_time.
-        await conn.execute(
-            update(addresses)
-            .where(addresses.c.id == address_id)
-            .values(enabled=False, paused_time=when, updated_time=when)
-        )
-    return Recorded(hard_bounces=hard, paused=pause)
+
+
+async def hard_recent(conn: AsyncConnection, address_id: int, when: int) -> int:
+    """The address's hard bounces in the window before ``when`` that count: not forgiven,
+    and not a mailbox's."""
+    params = {"address_id": address_id, "since": when - dsn.WINDOW}
+    return int(await conn.scalar(_HARD_RECENT, params) or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,21 +123,19 @@ async def record_mailbox_bounce(
 ) -> MailboxPaused | None:
     """Record a bounce of one copy against its mailbox, and pause the mailbox at the
     threshold; the pause, if this bounce made it. The mailbox row is locked first, as
-    ``record_bounce`` locks the address. A bounce for a mailbox that is gone is listed
-    under the address, forgiven: it counts against neither. AddressNotFound when the
-    address is gone."""
+    ``address_bounces.record_bounce`` locks the address. A bounce for a mailbox that is
+    gone is listed under the address, forgiven: it counts against neither.
+    AddressNotFound when the address is gone."""
     if not await address_exists(conn, address_id, made_before=made_before):
         raise AddressNotFound("no such address")
     state = await mailboxes.lock_for_bounce(conn, address_id, mailbox_id, made_before)
-    await conn.execute(
-        insert(bounces).values(
-            address_id=address_id,
-            mailbox_id=mailbox_id if state is not None else None,
-            received_time=when,
-            kind=bounce.kind.value,
-            status=bounce.status[:16],
-            forgiven=state is None,
-        )
+    await add(
+        conn,
+        address_id,
+        bounce,
+        when=when,
+        mailbox_id=mailbox_id if state is not None else None,
+        forgiven=state is None,
     )
     if state is None:  # the mailbox is gone: nothing left to pause
         return None
@@ -180,7 +164,7 @@ async def record_mailbox_bounce(
 
 
 async def resume_mailbox(conn: AsyncConnection, user_id: int, mailbox_id: int) -> None:
-    """Forward to the mailbox again, and forgive its bounces as ``lift_pause`` does, so
+    """Forward to the mailbox again, and forgive its bounces as ``addresses.lift_pause`` does, so
     that the next single bounce does not pause it again; MailboxNotFound for anyone else."""
     await mailboxes.resume(conn, user_id, mailbox_id)
     await conn.execute(
@@ -190,17 +174,9 @@ async def resume_mailbox(conn: AsyncConnection, user_id: int, mailbox_id: int) -
     )
 
 
-async def lift_pause(conn: AsyncConnection, address_id: int) -> bool:
-    """Clear a pause, and forgive the bounces that led to it, so that the next single
-    bounce does not pause the address again. False when it was not paused."""
-    lifted = await conn.execute(
-        update(addresses)
-        .where(addresses.c.id == address_id, addresses.c.paused_time.is_not(None))
-        .values(paused_time=None)
-        .returning(addresses.c.id)
-    )
-    if lifted.first() is None:
-        return False
+async def forgive_address(conn: AsyncConnection, address_id: int) -> None:
+    """Forgive the address's bounces, so that the next single bounce does not pause it
+    again (``addresses.lift_pause``)."""
     await conn.execute(
         update(bounces)
         .where(
@@ -208,7 +184,6 @@ async def lift_pause(conn: AsyncConnection, address_id: int) -> bool:
         )
         .values(forgiven=True)
     )
-    return True
 
 
 async def bounce_report(
@@ -224,8 +199,7 @@ async def bounce_report(
     ).first()
     if paused is None:
         raise AddressNotFound("no such address")
-    params = {"address_id": address_id, "since": now - dsn.WINDOW}
-    hard = int(await conn.scalar(_HARD_RECENT, params) or 0)
+    hard = await hard_recent(conn, address_id, now)
     rows = (await conn.execute(_LATEST, {"address_id": address_id})).all()
     return BounceReport(
         paused_time=paused.paused_time,

@@ -14,9 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.core import custom_domains as rules
 from maskmail.core.custom_domains import CHECKS, CustomDomain
 from maskmail.core.errors import AddressNotFound, DomainLimitReached, InvalidAddress
+from maskmail.store import addresses as address_store
 from maskmail.store.clock import now
 from maskmail.store.driver import Driver, Statement
-from maskmail.store.tables import addresses, custom_domains, mailboxes, reverse_aliases, users
+from maskmail.store.owner_lock import lock_owner
+from maskmail.store.tables import addresses, custom_domains, mailboxes, reverse_aliases
 
 _CHECK_COLUMNS = tuple(custom_domains.c[f"{name}_ok"] for name in CHECKS)
 _COLUMNS = (
@@ -113,7 +115,7 @@ async def add_domain(
     older = {domain} if await _is_relay_domain(conn, domain) else set()
     rules.refuse_relay_domain(domain, relay_domains | older)
     # The owner's row locked: concurrent adds of one user queue for the limit check.
-    await conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
+    await lock_owner(conn, user_id)
     count = await conn.scalar(
         select(func.count()).select_from(custom_domains).where(custom_domains.c.user_id == user_id)
     )
@@ -172,11 +174,7 @@ async def set_catch_all(
 async def remove(conn: AsyncConnection, user_id: int, domain_id: int) -> None:
     """Delete the domain and every address on it (their reverse aliases go with them)."""
     found = await get_domain(conn, user_id, domain_id, lock=True)
-    await conn.execute(
-        delete(addresses).where(
-            (addresses.c.user_id == user_id) & (addresses.c.domain == found.domain)
-        )
-    )
+    await address_store.delete_on_domain(conn, user_id, found.domain)
     await conn.execute(delete(custom_domains).where(custom_domains.c.id == domain_id))
 
 

@@ -2,13 +2,12 @@
 
 Why: for a sub-millisecond statement, SQLAlchemy's async execution path (a greenlet
 switch per call, compilation, result wrapping) cost more than the database took to
-answer, so the statements every client repeats run on the driver directly, as DESIGN.md
-allows. Those are the listing's page and chunks (store/listing.py), creating an address
-with its tombstone and counting its mail (store/addresses.py, store/tombstones.py), the
-key's last use (store/accounts.py), and the mail plane's recipient lookup, subdomain
-holder and reverse aliases (store/mailflow.py, store/subdomains.py,
-store/reverse_aliases.py); docs/benchmarks.md has the measurements. Everything else
-goes through SQLAlchemy.
+answer, so the statements every client repeats run on the driver directly. Those are
+the listing's page and chunks (store/listing.py), creating an address with its tombstone
+and counting its mail (store/addresses.py, store/tombstones.py), the key's last use
+(store/accounts.py), and the mail plane's recipient lookup, subdomain holder and reverse
+aliases (store/mailflow.py, store/subdomains.py, store/reverse_aliases.py);
+docs/benchmarks.md has the measurements. Everything else goes through SQLAlchemy.
 
 The drivers are the stdlib sqlite3 connection behind ``sqlite_inline`` (on the loop's
 thread, writers queued) and asyncpg's connection, whose statement cache prepares each

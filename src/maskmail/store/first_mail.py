@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressTaken
 from maskmail.core.first_mail import WINDOW_SECONDS, OwnerLimits, OwnerMade, check_owner
 from maskmail.core.records import RelayAddress
+from maskmail.store import addresses as address_store
 from maskmail.store import tombstones
+from maskmail.store.address_counts import total_sql
 from maskmail.store.addresses import Place, create_address
 from maskmail.store.driver import Driver, Statement, as_driver
-from maskmail.store.tables import users
+from maskmail.store.owner_lock import lock_owner
 
 # What RCPT asks, in one round trip: the owner's mailbox (a forward to the relay itself
 # would loop), their number of addresses, their addresses made on first mail in the hour
@@ -28,20 +29,15 @@ from maskmail.store.tables import users
 # owner, ?2 the start of the hour. Each first-mail count stops at its limit (?3, ?4),
 # which is all the rule needs: asking costs the same however many the owner has.
 _FACTS = Statement.portable(
-    "SELECT u.email, (SELECT coalesce(sum(c.n), 0) FROM address_counts c "
-    "WHERE c.user_id = u.id), "
+    f"SELECT u.email, {total_sql('u.id')}, "
     "(SELECT count(*) FROM (SELECT 1 FROM first_mail_addresses "
     "WHERE user_id = ?1 AND created_time > ?2 LIMIT ?3) h), "
     "(SELECT count(*) FROM (SELECT 1 FROM first_mail_addresses WHERE user_id = ?1 LIMIT ?4) k), "
     "EXISTS (SELECT 1 FROM tombstones t WHERE t.hash = ?5) FROM users u WHERE u.id = ?1"
 )
-_LOCK_OWNER = Statement.from_core(
-    select(users.c.id).where(users.c.id == bindparam("user_id")).with_for_update(), "user_id"
-)
 _MARK = Statement.portable(
     "INSERT INTO first_mail_addresses (address_id, user_id, created_time) VALUES (?, ?, ?)"
 )
-_UNMAKE = Statement.portable("DELETE FROM addresses WHERE id = ? RETURNING id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +99,7 @@ async def make(
     count one after the other: CatchAllPaused past the owner's limits, else as
     ``create_address`` (AddressTaken, LimitReached, InvalidAddress)."""
     async with driver.writing():
-        await driver.rows(_LOCK_OWNER, user_id)
+        await lock_owner(driver, user_id)
         found = await facts(driver, user_id, rules.full_address(local, domain, on), limits, now)
         if found is not None and found.used_before:
             # Made meanwhile by a concurrent message (or ever before): not a new address,
@@ -131,7 +127,7 @@ async def unmake(driver: Driver, made: RelayAddress) -> bool:
     it is gone already, for its owner may have deleted it meanwhile, and then its
     tombstone stays."""
     async with driver.writing():
-        if not await driver.rows(_UNMAKE, made.id):
+        if not await address_store.unmake(driver, made.id):
             return False
         await tombstones.forget(driver, rules.tombstone(made.full_address))
     return True

@@ -17,15 +17,11 @@ from sqlalchemy import Boolean, String
 from maskmail.core.records import PRIVATE_EMAIL_FIELDS
 from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.address_counts import total_sql
+from maskmail.store.addresses import full_address_sql
 from maskmail.store.driver import Driver, Statement
 from maskmail.store.tables import addresses
 
-# ``address@[subdomain.]domain``, as core.addresses.full_address writes it (a NULL or
-# empty subdomain is none). A CASE, which SQLite evaluates faster than coalesce(nullif()).
-FULL_ADDRESS = (
-    "a.address || '@' || CASE WHEN a.subdomain <> '' THEN a.subdomain || '.' || a.domain "
-    "ELSE a.domain END"
-)
+FULL_ADDRESS = full_address_sql("a")
 # The stored fields; full_address is computed (FULL_ADDRESS) and comes last.
 STORED_FIELDS = PRIVATE_EMAIL_FIELDS[:-1]
 assert PRIVATE_EMAIL_FIELDS[-1] == "full_address"

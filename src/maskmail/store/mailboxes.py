@@ -20,7 +20,8 @@ from maskmail.core.errors import (
 from maskmail.core.mailboxes import VERIFY_SECONDS, MailLimits, Proof
 from maskmail.store import verification_mails
 from maskmail.store.clock import now
-from maskmail.store.tables import address_mailboxes, addresses, mailboxes, users
+from maskmail.store.owner_lock import lock_owner
+from maskmail.store.tables import address_mailboxes, addresses, mailboxes
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +57,6 @@ def _record(row: Sequence[Any]) -> Mailbox:
 
 def _not_found() -> MailboxNotFound:
     return MailboxNotFound("no such mailbox")
-
-
-async def lock_owner(conn: AsyncConnection, user_id: int) -> None:
-    """Take the owner's row (on PostgreSQL; SQLite's write transactions are serial
-    already) before a change that reads their mailboxes or subdomain and then writes,
-    so that two such changes run one after the other: two adds never both pass the
-    limit, a delete and a new default never leave the user without a default, and an
-    address is never made on a subdomain name being renamed."""
-    await conn.execute(select(users.c.id).where(users.c.id == user_id).with_for_update())
 
 
 async def add_first(conn: AsyncConnection, user_id: int, email: str, created_time: int) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.errors import UserNotFound
+from maskmail.store import accounts
 from maskmail.store.clock import now
 from maskmail.store.tables import users, web_sessions
 
@@ -49,11 +50,7 @@ async def set_password(
     conn: AsyncConnection, user_id: int, password_hash: str, *, keep: str | None = None
 ) -> None:
     """Store the new hash and end every session of the user but ``keep`` (a token hash)."""
-    result = await conn.execute(
-        update(users).where(users.c.id == user_id).values(password_hash=password_hash)
-    )
-    if result.rowcount != 1:
-        raise UserNotFound(f"no user with id {user_id}")
+    await accounts.set_password_hash(conn, user_id, password_hash)
     ending = delete(web_sessions).where(web_sessions.c.user_id == user_id)
     if keep is not None:
         ending = ending.where(web_sessions.c.token_hash != keep)

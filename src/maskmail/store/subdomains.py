@@ -16,10 +16,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.core import subdomains as rules
 from maskmail.core.errors import AddressNotFound, InvalidAddress, SubdomainLimitReached
 from maskmail.core.subdomains import Subdomain
-from maskmail.store import tombstones
+from maskmail.store import accounts, tombstones
+from maskmail.store import addresses as address_store
 from maskmail.store.clock import now
 from maskmail.store.driver import Driver, Statement
-from maskmail.store.mailboxes import lock_owner
+from maskmail.store.owner_lock import lock_owner
 from maskmail.store.tables import addresses, subdomain_names, subdomains, users
 
 _COLUMNS = (
@@ -134,12 +135,6 @@ async def _owned(conn: AsyncConnection, user_id: int, subdomain_id: int) -> Subd
     return _record(row)
 
 
-async def _drop_addresses(conn: AsyncConnection, user_id: int, name: str) -> None:
-    await conn.execute(
-        delete(addresses).where((addresses.c.user_id == user_id) & (addresses.c.subdomain == name))
-    )
-
-
 async def address_count(conn: AsyncConnection, user_id: int, name: str) -> int:
     """How many addresses renaming or deleting the subdomain would delete."""
     found = await conn.scalar(
@@ -164,7 +159,7 @@ async def change(
     values: dict[str, object] = {}
     if name is not None and name != found.subdomain:
         await _reserve(conn, user_id, name, _naming(domain))
-        await _drop_addresses(conn, user_id, found.subdomain)
+        await address_store.delete_on_subdomain(conn, user_id, found.subdomain)
         values["subdomain"] = name
     if catch_all is not None:
         values["catch_all"] = catch_all
@@ -184,9 +179,9 @@ async def change(
 async def remove(conn: AsyncConnection, user_id: int, subdomain_id: int) -> None:
     """Delete the subdomain and its addresses; new addresses go back to the domain."""
     found = await _owned(conn, user_id, subdomain_id)
-    await _drop_addresses(conn, user_id, found.subdomain)
+    await address_store.delete_on_subdomain(conn, user_id, found.subdomain)
     await conn.execute(delete(subdomains).where(subdomains.c.id == subdomain_id))
-    await conn.execute(update(users).where(users.c.id == user_id).values(use_relay_subdomain=False))
+    await accounts.set_use_relay_subdomain(conn, user_id, False)
 
 
 async def uses_subdomain(conn: AsyncConnection, user_id: int) -> bool:
@@ -200,7 +195,7 @@ async def set_use_subdomain(conn: AsyncConnection, user_id: int, use: bool) -> b
         raise InvalidAddress(
             "claim a subdomain before making new addresses on it", {"field": "use_relay_subdomain"}
         )
-    await conn.execute(update(users).where(users.c.id == user_id).values(use_relay_subdomain=use))
+    await accounts.set_use_relay_subdomain(conn, user_id, use)
     return use
 
 

@@ -19,6 +19,10 @@ from maskmail.store.tables import tombstones
 _RESERVE = Statement.portable(
     "INSERT INTO tombstones (hash, created_time) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1"
 )
+# The same write under a condition, for a statement that writes the tombstone with the
+# address it stands for (``addresses.create_for_key``): the hash and the time are its
+# arguments, the condition and the ON CONFLICT clause follow.
+RESERVE_IF = "INSERT INTO tombstones (hash, created_time) SELECT ?, ? WHERE"
 
 
 async def reserve(conn: AsyncConnection | Driver, tombstone: str, created: int) -> bool:

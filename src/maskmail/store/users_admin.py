@@ -5,19 +5,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, delete, func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
 from maskmail.core.errors import UserNotFound
-from maskmail.store import mailboxes, tombstones
+from maskmail.store import accounts, mailboxes, tombstones
 from maskmail.store import subdomains as relay_subdomains
 from maskmail.store.accounts import user_id_for_email
 from maskmail.store.addresses import list_addresses
 from maskmail.store.tables import (
     addresses,
     api_keys,
-    metadata,
     reverse_aliases,
     users,
 )
@@ -127,28 +126,6 @@ async def delete_user(conn: AsyncConnection, email: str) -> int:
         )
     ).all()
     await tombstones.keep(conn, (rules.tombstone(rules.full_address(*row)) for row in owned))
-    # Deleted children first, rather than left to ON DELETE CASCADE, so that the outcome
-    # does not rest on a connection's foreign-key setting; users, the root, comes last.
-    for table in reversed(metadata.sorted_tables):
-        theirs = _theirs(table, user_id)
-        if theirs is not None and table is not users:
-            await conn.execute(delete(table).where(theirs))
-    result = await conn.execute(delete(users).where(users.c.id == user_id))
-    if result.rowcount != 1:
+    if not await accounts.delete_user_rows(conn, user_id):
         raise UserNotFound(f"no such user: {email}")
     return len(owned)
-
-
-def _theirs(table: Table, user_id: int) -> ColumnElement[bool] | None:
-    """The rows of ``table`` that lead to the user through its foreign keys; None when
-    no row of it can."""
-    if table is users:
-        return users.c.id == user_id
-    ways = []
-    for fk in table.foreign_keys:
-        parent = fk.column.table
-        if parent is users:
-            ways.append(fk.parent == user_id)
-        elif isinstance(parent, Table) and (through := _theirs(parent, user_id)) is not None:
-            ways.append(fk.parent.in_(select(fk.column).where(through)))
-    return or_(*ways) if ways else None

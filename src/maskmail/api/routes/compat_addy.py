@@ -119,7 +119,7 @@ def alias_json(rec: RelayAddress) -> dict[str, Any]:
         "id": str(rec.id),
         "email": rec.full_address,
         "local_part": rec.address,
-        "domain": rec.domain if rec.subdomain is None else f"{rec.subdomain}.{rec.domain}",
+        "domain": rec.full_address.partition("@")[2],
         "extension": None,
         "active": rec.enabled,
         "description": rec.description or None,
