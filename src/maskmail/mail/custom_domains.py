@@ -4,6 +4,7 @@ the domain the recipient sees."""
 
 from __future__ import annotations
 
+from maskmail.core.envelope import normal_domain
 from maskmail.core.records import RelayAddress
 from maskmail.mail.context import MailContext
 from maskmail.mail.dkim import Signer
@@ -19,7 +20,8 @@ async def holder(ctx: MailContext, domain: str) -> store.Holder | None:
 def mail_domain(ctx: MailContext, address: RelayAddress) -> str:
     """Where mail from the address is sent: its own domain when that is a custom one
     (reverse aliases, bounce address, DKIM), else the relay's domain."""
-    return ctx.domain if address.domain.lower() in ctx.domains else address.domain.lower()
+    domain = normal_domain(address.domain)
+    return ctx.domain if domain in ctx.domains else domain
 
 
 async def signer_for(ctx: MailContext, domain: str) -> Signer | None:

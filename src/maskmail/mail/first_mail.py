@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from maskmail.core import envelope
 from maskmail.core.addresses import full_address
-from maskmail.core.envelope import Mailbox
+from maskmail.core.envelope import Mailbox, normal_domain
 from maskmail.core.errors import (
     AddressNotFound,
     AddressTaken,
@@ -61,7 +61,7 @@ async def _target(ctx: MailContext, mailbox: Mailbox) -> Target:
     else:
         domain, on = where
         # Subdomains are claimed under MASKMAIL_DOMAIN only, never under older domains.
-        if on is None or domain != ctx.domain.lower():
+        if on is None or domain != normal_domain(ctx.domain):
             raise AddressNotFound("no such address")
         async with ctx.drivers() as driver:
             holder = await subdomain_store.holder(driver, on)
@@ -69,7 +69,7 @@ async def _target(ctx: MailContext, mailbox: Mailbox) -> Target:
         place = Place.SUBDOMAIN
     if not catch_all:
         raise AddressNotFound("no such address")
-    return Target(user_id, first_mail_local(mailbox.local), domain.lower(), place, on)
+    return Target(user_id, first_mail_local(mailbox.local), domain, place, on)
 
 
 def _now(ctx: MailContext) -> int:
