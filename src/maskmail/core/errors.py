@@ -1,4 +1,4 @@
-"""The errors maskmail raises, shared by both doors.
+"""The errors maskmail raises, shared by every door.
 
     MaskmailError
      ├── InvalidAddress      an address or field that breaks a rule
@@ -22,7 +22,7 @@
      ├── DeliveryDeferred    the outbound server failed for now (retry later)
      └── DeliveryRefused     the outbound server refused for good
 
-Each door maps these to its own replies (``api/errors.py``, ``mail/replies.py``).
+Each door maps these to its own replies (``api/errors.py``, ``mail/smtp_replies.py``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Users' own domains in the mail plane: whether one is received for (verified), and
-mail from its addresses sent and signed at it, so that SPF, DKIM and DMARC align with
-the domain the recipient sees."""
+"""The mail plane's custom domains, by the custom domain rules (``core/custom_domains.py``):
+whether one is received for (verified), and mail from its addresses sent and signed at
+it, so that SPF, DKIM and DMARC align with the domain the recipient sees."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""Addresses made on first mail: an unknown local part at a user's relay subdomain or
+"""The mail plane's first mail, by the first-mail rules (``core/first_mail.py``): an
+unknown local part at a user's relay subdomain or
 verified custom domain, while its catch-all is on, becomes that user's address.
 
 At RCPT it is only decided (``check``), by the SMTP handler and the policy service alike,
-through ``recipients.check_recipient``: nothing is written for a recipient whose message
+through ``recipients.check_may_receive``: nothing is written for a recipient whose message
 may never come. The address is made once the message is in (``make``, from
 ``forwarding.forward``), under the owner's limits, and unmade when the message is then not
 accepted (``unmake``).
