@@ -8,7 +8,7 @@ import asyncio
 import secrets
 import smtplib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -152,6 +152,17 @@ async def test_local_parts_outside_the_rule_are_refused(
     # Upper case is folded, not refused.
     await _first_mail(ctx, f"A.b_C-9@{owner.host}", SENDER)
     assert set(await _addresses(relay_engine, owner.user_id)) == {f"a.b_c-9@{owner.host}"}
+
+
+async def test_a_recipient_domain_in_upper_case_with_a_final_dot_is_the_same(
+    settings: Settings, relay_engine: AsyncEngine
+) -> None:
+    owner = await _holder(relay_engine, "oneform")
+    plain = _context(relay_engine, settings, FloodGuard())
+    ctx = replace(plain, domain=f"{DOMAIN.upper()}.", older_domains=frozenset({"Old.TEST."}))
+    assert (ctx.domain, ctx.domains) == (plain.domain, plain.domains)
+    await _first_mail(ctx, f"Made@{owner.host.upper()}.", SENDER)
+    assert set(await _addresses(relay_engine, owner.user_id)) == {f"made@{owner.host}"}
 
 
 async def test_unknown_and_nested_subdomains_make_nothing(

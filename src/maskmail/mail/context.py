@@ -52,6 +52,7 @@ class MailContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "drivers", DriverPool(self.engine))
+        object.__setattr__(self, "domain", normal_domain(self.domain))
         domains = frozenset(map(normal_domain, self.older_domains | {self.domain}))
         object.__setattr__(self, "domains", domains)
 
