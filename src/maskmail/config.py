@@ -17,6 +17,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from maskmail.core.envelope import normal_domain
+
 CONFIG_FILE_ENV = "MASKMAIL_CONFIG_FILE"
 DATABASE_SCHEMES = frozenset(
     {"sqlite", "sqlite+aiosqlite", "postgresql", "postgres", "postgresql+asyncpg"}
@@ -142,7 +144,7 @@ class Settings(BaseSettings):
     @field_validator("domain")
     @classmethod
     def _lower_domain(cls, value: str) -> str:
-        value = value.strip().lower().rstrip(".")
+        value = normal_domain(value)
         if not value or any(c.isspace() or c in "@/\\" for c in value):
             raise ValueError("must be a bare domain name such as relay.example.com")
         return value

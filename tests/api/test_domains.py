@@ -237,8 +237,10 @@ async def test_addresses_on_a_verified_domain(
 ) -> None:
     async with reconfigured(dns_resolver=f"127.0.0.1:{dns_port}") as client:
         pending = (await _add(client, alice, "pending.example")).json()
-        domain = await _verified(client, alice, "alice.example", zone)
+        # Written in upper case with a final dot, it is the same domain at every step.
+        domain = await _verified(client, alice, "Alice.EXAMPLE.", zone)
         made = await client.post(BASE, json={"domain": "alice.example"}, headers=alice.headers)
+        written = await client.post(BASE, json={"domain": "ALICE.example."}, headers=alice.headers)
         plain = await client.post(BASE, headers=alice.headers)
         ignored = await client.post(BASE, json={"description": "x"}, headers=alice.headers)
         unverified = await client.post(
@@ -248,8 +250,9 @@ async def test_addresses_on_a_verified_domain(
         wrong_type = await client.post(BASE, json={"domain": 5}, headers=alice.headers)
         gone = await client.delete(f"{DOMAINS}/{domain['id']}", headers=alice.headers)
         after = (await client.get(BASE, headers=alice.headers)).json()
-    assert pending["verified"] is False
+    assert pending["verified"] is False and domain["domain"] == "alice.example"
     assert made.status_code == 200, made.text
+    assert written.json()["domain"] == "alice.example", written.text
     assert made.json()["domain"] == "alice.example"
     assert made.json()["full_address"].endswith("@alice.example")
     assert made.json()["subdomain"] is None

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
-from maskmail.core.envelope import Mailbox, check_sender, is_ours, parse_mailbox
+import maskmail
+from maskmail.core import custom_domains, subdomains
+from maskmail.core.envelope import Mailbox, check_sender, is_ours, normal_domain, parse_mailbox
 from maskmail.core.errors import InvalidAddress
 
 
@@ -58,3 +63,31 @@ def test_is_ours_compares_the_whole_domain() -> None:
 def test_empty_sender_is_a_bounce_and_allowed() -> None:
     assert check_sender("") == ""
     assert check_sender("someone@example.com") == "someone@example.com"
+
+
+def test_a_domain_has_one_form_whichever_rule_reads_it() -> None:
+    written = " Shop.EXAMPLE. "
+    assert normal_domain(written) == "shop.example"
+    assert parse_mailbox(f"a@{written.strip()}").domain == "shop.example"
+    assert custom_domains.check_domain(written) == "shop.example"
+    assert subdomains.own_label(f"mx.{written.strip()}", written) == "mx"
+    # The envelope keeps refusing white space inside an address.
+    with pytest.raises(InvalidAddress):
+        parse_mailbox("a@shop.example ")
+
+
+# Lower case and the final dot dropped, in either order: the form written out again.
+_SPELLED_OUT = re.compile(r"lower\(\)(\.strip\(\))?\.r?strip\(\"\.\"\)|rstrip\(\"\.\"\)\.lower\(\)")
+
+
+def test_no_door_spells_the_domain_form_out_again() -> None:
+    root = Path(maskmail.__file__).parent
+    home = root / "core" / "envelope.py"
+    found = [
+        f"{path.relative_to(root)}:{number}"
+        for path in sorted(root.rglob("*.py"))
+        if path != home
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if _SPELLED_OUT.search(line)
+    ]
+    assert found == []

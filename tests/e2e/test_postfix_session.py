@@ -11,7 +11,7 @@ from email.utils import formatdate
 
 import pytest
 
-from maskmail.core.bounces import bounce_address
+from maskmail.core.bounce_addresses import bounce_address
 from tests.e2e.conftest import Deployment, Front
 from tests.e2e.test_postfix import wait_for_mail
 from tests.postfix import queue

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from maskmail.config import Settings, load_bounce_secret
-from maskmail.core.bounces import DAY, bounce_address
+from maskmail.core.bounce_addresses import DAY, bounce_address
 from tests.mail.conftest import (
     DOMAIN,
     HOST,

@@ -159,9 +159,12 @@ async def test_the_policy_service_answers_for_verified_domains(
     with_policy = settings.model_copy(update={"policy_port": policy_port})
     async with mail_plane(with_policy, relay_engine, host=HOST, port=free_port()):
         unknown = await ask(policy_port, f"nobody@{verified}", SENDER)
+        written = await ask(policy_port, f"nobody@{verified.upper()}.", SENDER)
         not_ours = await ask(policy_port, f"nobody@{pending}", SENDER)
-    # The verified domain is maskmail's to answer for; the pending one is not (yet).
-    assert unknown.startswith("550 5.1.1") and not_ours == "DUNNO"
+    # The verified domain is maskmail's to answer for, however written; the pending one
+    # is not (yet).
+    assert unknown.startswith("550 5.1.1") and written.startswith("550 5.1.1")
+    assert not_ours == "DUNNO"
 
 
 async def _socketmap(port: int, *requests: bytes) -> list[bytes]:
@@ -190,6 +193,7 @@ async def test_the_socketmap_finds_verified_domains_only(
             policy_port,
             f"domains {verified}".encode(),
             f"domains someone@{verified.upper()}".encode(),
+            f"domains {verified.upper()}.".encode(),
             f"domains {pending}".encode(),
             f"domains .{verified}".encode(),
             f"domains {DOMAIN}".encode(),
@@ -198,6 +202,7 @@ async def test_the_socketmap_finds_verified_domains_only(
         # The policy protocol still works on the same port.
         action = await ask(policy_port, f"nobody@{pending}", SENDER)
     assert replies == [
+        f"OK {verified}".encode(),
         f"OK {verified}".encode(),
         f"OK {verified}".encode(),
         b"NOTFOUND ",

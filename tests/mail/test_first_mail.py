@@ -8,7 +8,7 @@ import asyncio
 import secrets
 import smtplib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -145,13 +145,24 @@ async def test_local_parts_outside_the_rule_are_refused(
     owner = await _holder(relay_engine, "strict")
     ctx = _context(relay_engine, settings, FloodGuard())
     with pytest.raises(InvalidAddress):
-        await recipients.check_recipient(ctx, f"{local}@{owner.host}", SENDER)
+        await recipients.check_may_receive(ctx, f"{local}@{owner.host}", SENDER)
     with pytest.raises(InvalidAddress):
         await first_mail.make(ctx, envelope.parse_mailbox(f"{local}@{owner.host}"), SENDER)
     assert await _addresses(relay_engine, owner.user_id) == {}
     # Upper case is folded, not refused.
     await _first_mail(ctx, f"A.b_C-9@{owner.host}", SENDER)
     assert set(await _addresses(relay_engine, owner.user_id)) == {f"a.b_c-9@{owner.host}"}
+
+
+async def test_a_recipient_domain_in_upper_case_with_a_final_dot_is_the_same(
+    settings: Settings, relay_engine: AsyncEngine
+) -> None:
+    owner = await _holder(relay_engine, "oneform")
+    plain = _context(relay_engine, settings, FloodGuard())
+    ctx = replace(plain, domain=f"{DOMAIN.upper()}.", older_domains=frozenset({"Old.TEST."}))
+    assert (ctx.domain, ctx.domains) == (plain.domain, plain.domains)
+    await _first_mail(ctx, f"Made@{owner.host.upper()}.", SENDER)
+    assert set(await _addresses(relay_engine, owner.user_id)) == {f"made@{owner.host}"}
 
 
 async def test_unknown_and_nested_subdomains_make_nothing(
@@ -220,7 +231,7 @@ async def test_a_renamed_subdomains_old_addresses_are_refused(
 
 async def _first_mail(ctx: MailContext, rcpt: str, sender: str) -> None:
     """What the handler does for a new local part: RCPT decides, the message makes it."""
-    mailbox = await recipients.check_recipient(ctx, rcpt, sender)
+    mailbox = await recipients.check_may_receive(ctx, rcpt, sender)
     await first_mail.make(ctx, mailbox, sender)
 
 
@@ -246,9 +257,9 @@ async def test_a_flood_from_one_sender_is_throttled(
     for i in range(3):
         await _first_mail(ctx, f"n{i}@{owner.host}", "spam@bad.example")
     with pytest.raises(RateLimited):
-        await recipients.check_recipient(ctx, f"n3@{owner.host}", "SPAM@bad.example")
+        await recipients.check_may_receive(ctx, f"n3@{owner.host}", "SPAM@bad.example")
     # Known addresses still take the sender's mail; other senders still make new ones.
-    await recipients.check_recipient(ctx, f"n0@{owner.host}", "spam@bad.example")
+    await recipients.check_may_receive(ctx, f"n0@{owner.host}", "spam@bad.example")
     await _first_mail(ctx, f"n4@{owner.host}", "friend@good.example")
     made = set(await _addresses(relay_engine, owner.user_id))
     assert made == {f"n{i}@{owner.host}" for i in (0, 1, 2, 4)}
@@ -291,8 +302,8 @@ async def test_refusals_do_not_use_up_the_senders_allowance(
         )
         await delete_address(conn, owner.user_id, made.id)
     with pytest.raises(AddressNotFound):
-        await recipients.check_recipient(ctx, made.full_address, SENDER)
-    await recipients.check_recipient(ctx, f"fine@{owner.host}", SENDER)
+        await recipients.check_may_receive(ctx, made.full_address, SENDER)
+    await recipients.check_may_receive(ctx, f"fine@{owner.host}", SENDER)
 
 
 async def test_200_concurrent_first_mails_make_each_address_once(
@@ -385,7 +396,7 @@ async def test_nothing_is_made_under_an_older_domain(
     owner = await _holder(relay_engine, "moved")
     ctx = _context(relay_engine, settings, FloodGuard())
     with pytest.raises(AddressNotFound):
-        await recipients.check_recipient(ctx, f"x@{owner.name}.old.test", SENDER)
+        await recipients.check_may_receive(ctx, f"x@{owner.name}.old.test", SENDER)
     assert await _addresses(relay_engine, owner.user_id) == {}
     await _first_mail(ctx, f"x@{owner.host}", SENDER)
     assert set(await _addresses(relay_engine, owner.user_id)) == {f"x@{owner.host}"}

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
-from maskmail.core.bounces import BounceOf, bounced
+from maskmail.core.bounce_addresses import BounceOf, bounced
 from maskmail.mail.plane import mail_plane
 from maskmail.mail.rewrite import split_message
 from maskmail.store.engine import transaction

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
-from maskmail.core.bounces import DAY, bounce_address
+from maskmail.core.bounce_addresses import DAY, bounce_address
 from maskmail.mail import plane, policy, recipients
 from maskmail.mail.plane import mail_plane
 from maskmail.mail.policy_protocol import MAX_LINE
@@ -196,7 +196,7 @@ async def test_an_unexpected_failure_defers_without_a_traceback(
     async def broken(*args: object) -> None:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(recipients, "check_recipient", broken)
+    monkeypatch.setattr(recipients, "check_may_receive", broken)
     actions = await exchange(
         planes.policy,
         request(f"someaddr@{DOMAIN}", "alice@example.com"),

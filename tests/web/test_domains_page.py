@@ -48,7 +48,7 @@ async def _api(person: Person, auth: dict[str, str]) -> list[dict[str, Any]]:
 async def test_records_copy_buttons_and_check_now(sign_in: SignIn, db: Db, zone: Zone) -> None:
     ann = await sign_in("ann@example.com")
     auth = await _auth(db, ann)
-    added = await ann.post("/domains", {"domain": "Mine.Example"})
+    added = await ann.post("/domains", {"domain": "Mine.Example."})
     assert added.status_code == 303
     [body] = await _api(ann, auth)
     assert body["domain"] == "mine.example" and body["verified"] is False

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Set
 from dataclasses import dataclass
 
-from maskmail.core.envelope import MAX_DOMAIN
+from maskmail.core.envelope import MAX_DOMAIN, normal_domain
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.mailboxes import notice
 
@@ -23,7 +23,7 @@ _FIELD = {"field": "domain"}
 def check_domain(raw: str) -> str:
     """The domain in the form it is kept (lower case, A-labels, no final dot), if it may
     be added; otherwise InvalidAddress saying why."""
-    name = raw.strip().lower().rstrip(".")
+    name = normal_domain(raw)
     try:
         ascii_name = name.encode("idna").decode("ascii")
     except UnicodeError as exc:
@@ -166,7 +166,7 @@ def judge(expected: Expected, found: Found, before: dict[str, bool]) -> dict[str
         else expected.ownership_txt in (t.strip() for t in found.domain_txt),
         "mx": None
         if found.mx_hosts is None
-        else expected.mail_host.lower() in (h.lower().rstrip(".") for h in found.mx_hosts),
+        else normal_domain(expected.mail_host) in map(normal_domain, found.mx_hosts),
         # Exactly one SPF record (RFC 7208 makes two a permanent error) that includes us.
         "spf": None
         if found.domain_txt is None

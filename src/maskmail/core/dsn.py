@@ -1,4 +1,5 @@
-"""What a bounce means: hard or soft, and when enough hard ones pause an address.
+"""The bounce rules: what a bounce means, hard or soft, and when enough hard ones pause
+an address. The mail plane's ``mail/dsn.py`` reads the bounce; this judges it.
 
 Pure rules over what the mail plane read out of a delivery status notification
 (RFC 3464): whether a bounce-parsing library found permanent or temporary failures, and

@@ -24,6 +24,13 @@ class Mailbox:
         return f"{self.local}@{self.domain}"
 
 
+def normal_domain(raw: str) -> str:
+    """A domain in the one form it is kept and compared in: no surrounding space, lower
+    case, no final dot, so that ``Shop.Example.`` and ``shop.example`` are one domain at
+    every door. Whether it is a valid host name is each caller's own rule."""
+    return raw.strip().lower().rstrip(".")
+
+
 def has_line_break(value: str) -> bool:
     return "\r" in value or "\n" in value or "\x00" in value
 
@@ -47,7 +54,9 @@ def parse_mailbox(raw: str) -> Mailbox:
 
 
 def _check_domain(domain: str) -> str:
-    domain = domain.lower().rstrip(".")
+    if any(c.isspace() for c in domain):
+        raise InvalidAddress("the domain is not a valid host name")
+    domain = normal_domain(domain)
     try:
         ascii_domain = domain.encode("idna").decode("ascii")
     except UnicodeError as exc:

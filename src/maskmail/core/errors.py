@@ -1,4 +1,4 @@
-"""The errors maskmail raises, shared by both doors.
+"""The errors maskmail raises, shared by every door.
 
     MaskmailError
      ├── InvalidAddress      an address or field that breaks a rule
@@ -22,7 +22,8 @@
      ├── DeliveryDeferred    the outbound server failed for now (retry later)
      └── DeliveryRefused     the outbound server refused for good
 
-Each door maps these to its own replies (``http_shared/problems.py`` for HTTP, ``mail/replies.py``).
+Each door maps these to its own replies (``http_shared/problems.py`` for HTTP,
+``mail/smtp_replies.py`` for SMTP).
 """
 
 from __future__ import annotations

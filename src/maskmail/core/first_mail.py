@@ -1,6 +1,6 @@
-"""Addresses made on first mail at a relay subdomain or custom domain: which local parts
-may be made, what their description says, and how many new ones one sender, and one
-owner, may cause."""
+"""The first-mail rules, for addresses made on first mail at a relay subdomain or custom
+domain: which local parts may be made, what their description says, and how many new
+ones one sender, and one owner, may cause."""
 
 from __future__ import annotations
 

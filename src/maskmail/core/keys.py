@@ -1,4 +1,4 @@
-"""API keys: random, recognisable by their prefix, stored only as a SHA-256."""
+"""The API key rules: random, recognisable by their prefix, stored only as a SHA-256."""
 
 from __future__ import annotations
 

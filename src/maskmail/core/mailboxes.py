@@ -1,4 +1,5 @@
-"""Rules for a user's mailboxes: which may be added, and how one proves it is theirs."""
+"""The mailbox rules: which of a user's mailboxes may be added, and how one proves it is
+theirs."""
 
 from __future__ import annotations
 

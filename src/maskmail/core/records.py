@@ -1,4 +1,5 @@
-"""The values that cross layers: what a relay address is, independent of storage."""
+"""The relay address record that crosses layers: what an address is, independent of
+storage, and the keys of its JSON."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from enum import StrEnum
 
 import authres
 
-from maskmail.core.envelope import Mailbox, parse_mailbox
+from maskmail.core.envelope import Mailbox, normal_domain, parse_mailbox
 from maskmail.core.errors import InvalidAddress
 
 
@@ -49,7 +49,7 @@ MAX_HEADER = 8192
 
 
 def _domain_of(value: str) -> str:
-    return value.rpartition("@")[2].strip().strip(".").lower()
+    return normal_domain(value.rpartition("@")[2]).lstrip(".")
 
 
 def _aligned(signer: str, owner_domain: str) -> bool:
@@ -69,7 +69,7 @@ def _passes(result: authres.core.AuthenticationResult, owner_domain: str) -> boo
         mail_from = found.get(("smtp", "mailfrom"), "")
         return _domain_of(mail_from) == owner_domain
     signer = found.get(("header", "d"), "") or _domain_of(found.get(("header", "i"), ""))
-    return _aligned(signer.strip(".").lower(), owner_domain)
+    return _aligned(normal_domain(signer).lstrip("."), owner_domain)
 
 
 def _parse(value: str) -> authres.AuthenticationResultsHeader | None:

@@ -1,4 +1,5 @@
-"""Reading spam verdicts: the headers upstream filters add, and rspamd's answer."""
+"""The spam rules: reading the verdicts upstream filters add as headers, and rspamd's
+answer. The mail plane's ``mail/spam.py`` asks for them."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from maskmail.core.addresses import is_blocked, tombstone
+from maskmail.core.envelope import normal_domain
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.windows import DAY, check_day
 
@@ -35,7 +36,7 @@ NAME_WINDOW = DAY
 def own_label(host: str, domain: str) -> str | None:
     """The label of ``host`` right under ``domain`` (``mx`` of ``a.mx.relay.example``
     under ``relay.example``): the subdomain that would hold the relay's own host."""
-    host, domain = host.lower().rstrip("."), domain.lower().rstrip(".")
+    host, domain = normal_domain(host), normal_domain(domain)
     if not host.endswith(f".{domain}"):
         return None
     return host[: -len(domain) - 1].rsplit(".", 1)[-1]

@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
-from maskmail.doctor.records import ptr, public_der, relay_records
+from maskmail.doctor.dns_checks import ptr, public_der, relay_records
 from maskmail.doctor.report import TIMEOUT, Check
 from maskmail.mail.socketmap import MAP, MAX_REQUEST, netstring
 from maskmail.readiness import Readiness, smtp_problem

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from maskmail.core import bounces, mailboxes
+from maskmail.core import bounce_addresses, mailboxes
 from maskmail.core.dsn import Bounce
 from maskmail.core.envelope import Mailbox
 from maskmail.core.errors import (
@@ -19,7 +19,7 @@ from maskmail.core.errors import (
     DeliveryDeferred,
     DeliveryRefused,
 )
-from maskmail.mail import replies
+from maskmail.mail import smtp_replies
 from maskmail.mail.context import MailContext
 from maskmail.mail.dsn import read_bounce
 from maskmail.store import address_bounces
@@ -31,12 +31,12 @@ log = logging.getLogger(__name__)
 
 def is_bounce(mailbox: Mailbox) -> bool:
     """True for a local part in the bounce address form, whether or not it verifies."""
-    return mailbox.local.lower().startswith(f"{bounces.PREFIX}+")
+    return mailbox.local.lower().startswith(f"{bounce_addresses.PREFIX}+")
 
 
-def _bounced(ctx: MailContext, mailbox: Mailbox) -> bounces.BounceOf:
+def _bounced(ctx: MailContext, mailbox: Mailbox) -> bounce_addresses.BounceOf:
     now = int(ctx.clock().timestamp())
-    found = bounces.bounced(mailbox.local, now, ctx.bounce_secret)
+    found = bounce_addresses.bounced(mailbox.local, now, ctx.bounce_secret)
     if found is None:
         # Forged, tampered with, or older than its week: no such address here. Not
         # "Relaying denied": the domain is ours, and the answer is the one an unknown
@@ -64,7 +64,7 @@ async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
     bounce = await asyncio.to_thread(read_bounce, raw)
     if found.mailbox_id is not None:
         await _mailbox_bounce(ctx, found, found.mailbox_id, bounce)
-        return replies.ACCEPTED
+        return smtp_replies.ACCEPTED
     async with transaction(ctx.engine) as conn:
         recorded = await address_bounces.record_bounce(
             conn,
@@ -83,11 +83,11 @@ async def take_bounce(ctx: MailContext, mailbox: Mailbox, raw: bytes) -> str:
     )
     if recorded.paused:
         log.warning("address %d paused after %d hard bounces", address_id, recorded.hard_bounces)
-    return replies.ACCEPTED
+    return smtp_replies.ACCEPTED
 
 
 async def _mailbox_bounce(
-    ctx: MailContext, found: bounces.BounceOf, mailbox_id: int, bounce: Bounce
+    ctx: MailContext, found: bounce_addresses.BounceOf, mailbox_id: int, bounce: Bounce
 ) -> None:
     """A copy to one of several mailboxes came back: it counts against that mailbox, and
     at the threshold forwarding to it stops and the owner hears of it at another of their

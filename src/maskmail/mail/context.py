@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from maskmail.core.envelope import normal_domain
 from maskmail.core.first_mail import FloodGuard, OwnerLimits
 from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
@@ -51,7 +52,9 @@ class MailContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "drivers", DriverPool(self.engine))
-        object.__setattr__(self, "domains", self.older_domains | {self.domain.lower()})
+        object.__setattr__(self, "domain", normal_domain(self.domain))
+        domains = frozenset(map(normal_domain, self.older_domains | {self.domain}))
+        object.__setattr__(self, "domains", domains)
 
 
 def peer_ip(session: Any) -> str | None:

@@ -1,9 +1,10 @@
-"""Users' own domains in the mail plane: whether one is received for (verified), and
-mail from its addresses sent and signed at it, so that SPF, DKIM and DMARC align with
-the domain the recipient sees."""
+"""The mail plane's custom domains, by the custom domain rules (``core/custom_domains.py``):
+whether one is received for (verified), and mail from its addresses sent and signed at
+it, so that SPF, DKIM and DMARC align with the domain the recipient sees."""
 
 from __future__ import annotations
 
+from maskmail.core.envelope import normal_domain
 from maskmail.core.records import RelayAddress
 from maskmail.mail.context import MailContext
 from maskmail.mail.dkim import Signer
@@ -19,7 +20,8 @@ async def holder(ctx: MailContext, domain: str) -> store.Holder | None:
 def mail_domain(ctx: MailContext, address: RelayAddress) -> str:
     """Where mail from the address is sent: its own domain when that is a custom one
     (reverse aliases, bounce address, DKIM), else the relay's domain."""
-    return ctx.domain if address.domain.lower() in ctx.domains else address.domain.lower()
+    domain = normal_domain(address.domain)
+    return ctx.domain if domain in ctx.domains else domain
 
 
 async def signer_for(ctx: MailContext, domain: str) -> Signer | None:

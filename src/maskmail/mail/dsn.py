@@ -1,4 +1,5 @@
-"""Reading a bounce: flufl.bounce's detectors first, then RFC 3464's own fields."""
+"""The mail plane's side of bounces (DSNs): reading one, with flufl.bounce's detectors
+first, then RFC 3464's own fields. What it means is the bounce rules' (``core/dsn.py``)."""
 
 from __future__ import annotations
 

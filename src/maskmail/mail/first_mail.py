@@ -1,8 +1,9 @@
-"""Addresses made on first mail: an unknown local part at a user's relay subdomain or
+"""The mail plane's first mail, by the first-mail rules (``core/first_mail.py``): an
+unknown local part at a user's relay subdomain or
 verified custom domain, while its catch-all is on, becomes that user's address.
 
 At RCPT it is only decided (``check``), by the SMTP handler and the policy service alike,
-through ``recipients.check_recipient``: nothing is written for a recipient whose message
+through ``recipients.check_may_receive``: nothing is written for a recipient whose message
 may never come. The address is made once the message is in (``make``, from
 ``forwarding.forward``), under the owner's limits, and unmade when the message is then not
 accepted (``unmake``).
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from maskmail.core import envelope
 from maskmail.core.addresses import full_address
-from maskmail.core.envelope import Mailbox
+from maskmail.core.envelope import Mailbox, normal_domain
 from maskmail.core.errors import (
     AddressNotFound,
     AddressTaken,
@@ -61,7 +62,7 @@ async def _target(ctx: MailContext, mailbox: Mailbox) -> Target:
     else:
         domain, on = where
         # Subdomains are claimed under MASKMAIL_DOMAIN only, never under older domains.
-        if on is None or domain != ctx.domain.lower():
+        if on is None or domain != normal_domain(ctx.domain):
             raise AddressNotFound("no such address")
         async with ctx.drivers() as driver:
             holder = await subdomain_store.holder(driver, on)
@@ -69,7 +70,7 @@ async def _target(ctx: MailContext, mailbox: Mailbox) -> Target:
         place = Place.SUBDOMAIN
     if not catch_all:
         raise AddressNotFound("no such address")
-    return Target(user_id, first_mail_local(mailbox.local), domain.lower(), place, on)
+    return Target(user_id, first_mail_local(mailbox.local), domain, place, on)
 
 
 def _now(ctx: MailContext) -> int:

@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from maskmail.core import bounces, envelope
+from maskmail.core import bounce_addresses, envelope
 from maskmail.core.envelope import Mailbox
 from maskmail.core.errors import (
     AddressNotFound,
@@ -48,7 +48,7 @@ async def _find(
     return found
 
 
-async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> None:
+async def check_may_forward(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> None:
     """At RCPT: refuse what is already known to be refused; an unknown local part at a
     catch-all is accepted when an address would be made for it (``first_mail.check``),
     but made only once its message is in (``forward``)."""
@@ -214,7 +214,9 @@ async def _send(
     failures: list[DeliveryDeferred | DeliveryRefused] = []
     for target, message in copies.items():
         mailbox_id = mailbox_ids.get(target) if several else None
-        sender = bounces.bounce_address(address_id, now, ctx.bounce_secret, domain, mailbox_id)
+        sender = bounce_addresses.bounce_address(
+            address_id, now, ctx.bounce_secret, domain, mailbox_id
+        )
         try:
             await ctx.outbound.deliver(message, sender=sender, recipient=target)
         except (DeliveryDeferred, DeliveryRefused) as exc:

@@ -14,7 +14,7 @@ from maskmail import logs, metrics
 from maskmail.core import envelope, reverse
 from maskmail.core.envelope import Mailbox
 from maskmail.core.errors import InvalidAddress, MaskmailError
-from maskmail.mail import bouncing, forwarding, recipients, replies, replying
+from maskmail.mail import bouncing, forwarding, recipients, replying, smtp_replies
 from maskmail.mail.context import MailContext, envelope_sender
 
 log = logging.getLogger(__name__)
@@ -34,24 +34,24 @@ class RelayHandler:
         try:
             envelope.check_sender(address)
         except MaskmailError:
-            return replies.BAD_SENDER
+            return smtp_replies.BAD_SENDER
         env.mail_from = address
         env.mail_options.extend(mail_options)
-        return replies.SENDER_OK
+        return smtp_replies.SENDER_OK
 
     async def handle_RCPT(  # noqa: N802
         self, server: Any, session: Any, env: Any, address: str, rcpt_options: list[str]
     ) -> str:
         """Answer every recipient truly, here, whenever the answer is already known."""
         try:
-            mailbox = await recipients.check_recipient(self.ctx, address, envelope_sender(env))
+            mailbox = await recipients.check_may_receive(self.ctx, address, envelope_sender(env))
         except MaskmailError as exc:
-            return replies.reply_for(exc)
+            return smtp_replies.reply_for(exc)
         if env.rcpt_tos:
-            return replies.ONE_RECIPIENT
+            return smtp_replies.ONE_RECIPIENT
         env.rcpt_tos.append(str(mailbox))
         env.rcpt_options.extend(rcpt_options)
-        return replies.RECIPIENT_OK
+        return smtp_replies.RECIPIENT_OK
 
     async def handle_DATA(self, server: Any, session: Any, env: Any) -> str:  # noqa: N802
         try:
@@ -65,15 +65,15 @@ class RelayHandler:
             else:
                 await forwarding.forward(self.ctx, session, env, mailbox)
         except MaskmailError as exc:
-            reply = replies.reply_for(exc)
+            reply = smtp_replies.reply_for(exc)
             _count_outcome(reply, "")
             return reply
-        return replies.ACCEPTED
+        return smtp_replies.ACCEPTED
 
     async def handle_exception(self, error: Exception) -> str:
         """Anything unexpected: logged here, never shown; the client retries later."""
         log.error("unexpected error in the SMTP session", exc_info=error)
-        return replies.TRY_LATER
+        return smtp_replies.TRY_LATER
 
 
 def _count_outcome(reply: str, accepted: str) -> None:

@@ -3,7 +3,7 @@
 With it, Postfix refuses unknown relay addresses, unknown reverse aliases, forged bounce
 addresses and strangers writing to a reverse alias while the sender is still connected,
 so it never accepts mail it would later have to bounce (backscatter). The answer comes
-from ``recipients.check_recipient``, the rule the SMTP handler applies at RCPT. The
+from ``recipients.check_may_receive``, the rule the SMTP handler applies at RCPT. The
 same port answers Postfix's socketmap lookups of users' custom domains
 (``mail/socketmap.py``).
 """
@@ -14,7 +14,7 @@ import asyncio
 import logging
 
 from maskmail.core.errors import MaskmailError
-from maskmail.mail import recipients, replies, socketmap
+from maskmail.mail import recipients, smtp_replies, socketmap
 from maskmail.mail.context import MailContext
 from maskmail.mail.draining import OpenConnections
 from maskmail.mail.policy_protocol import (
@@ -56,9 +56,9 @@ async def decide(ctx: MailContext, request: dict[str, str]) -> str:
         return PERMIT
     try:
         async with asyncio.timeout(DECISION_TIMEOUT):
-            await recipients.check_recipient(ctx, recipient, request.get("sender", ""))
+            await recipients.check_may_receive(ctx, recipient, request.get("sender", ""))
     except MaskmailError as exc:
-        return action_for(replies.reply_for(exc))
+        return action_for(smtp_replies.reply_for(exc))
     except TimeoutError:
         log.warning("policy decision took longer than %.0f s; deferring", DECISION_TIMEOUT)
         return DEFER

@@ -32,10 +32,10 @@ async def receives(ctx: MailContext, address: str) -> bool:
     return await custom_domains.holder(ctx, mailbox.domain) is not None
 
 
-async def check_recipient(ctx: MailContext, address: str, mail_from: str) -> Mailbox:
+async def check_may_receive(ctx: MailContext, address: str, mail_from: str) -> Mailbox:
     """The recipient, when mail from ``mail_from`` ("" for a bounce) may be sent to it.
 
-    Otherwise a MaskmailError, whose SMTP line ``replies.reply_for`` gives: a foreign
+    Otherwise a MaskmailError, whose SMTP line ``smtp_replies.reply_for`` gives: a foreign
     domain, an unknown address, a forged bounce address, a stranger writing to a
     reverse alias.
     """
@@ -48,7 +48,7 @@ async def check_recipient(ctx: MailContext, address: str, mail_from: str) -> Mai
     if bouncing.is_bounce(mailbox):
         await bouncing.bounce_recipient(ctx, mailbox)
     elif reverse.is_alias_local(mailbox.local):
-        await replying.check_recipient(ctx, mailbox, mail_from)
+        await replying.check_may_reply(ctx, mailbox, mail_from)
     else:
-        await forwarding.check_recipient(ctx, mailbox, mail_from)
+        await forwarding.check_may_forward(ctx, mailbox, mail_from)
     return mailbox

@@ -47,7 +47,7 @@ def _refuse_unless_reply(verdict: Verdict) -> None:
         raise verdict.refusal(verdict.reason)
 
 
-async def check_recipient(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> None:
+async def check_may_reply(ctx: MailContext, mailbox: Mailbox, mail_from: str) -> None:
     """At RCPT: a stranger or a disabled address is refused before any data is sent."""
     found = await _route(ctx, mailbox)
     facts = ReplyFacts(envelope_is_owner=found.sender(mail_from) is not None)

@@ -111,7 +111,8 @@ class _Pattern:
         self.bytes = re.compile(core.encode("utf-8"), re.IGNORECASE)
         self.anywhere = re.compile(mailbox_pattern(mailbox, bounded=False), re.IGNORECASE)
         # The address written plainly, for the final check: its local part found with
-        # str.find (many times faster than the patterns above), then matched there.
+        # str.find, which scans far more cheaply than the patterns above, then matched
+        # there.
         domains = _domains(mailbox)
         self.base = base_local(mailbox).lower()
         self.at_domains = ["@" + domain for domain in domains]

@@ -10,7 +10,7 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP
 
-from maskmail.mail import replies
+from maskmail.mail import smtp_replies as replies
 from maskmail.mail.draining import OpenConnections
 from maskmail.mail.handler import RelayHandler
 from maskmail.startup import inherited_socket, listen_failure

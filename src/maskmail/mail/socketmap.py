@@ -15,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from maskmail.core.envelope import normal_domain
 from maskmail.core.errors import MaskmailError
 from maskmail.mail import custom_domains
 from maskmail.mail.context import MailContext
@@ -58,7 +59,7 @@ async def lookup(ctx: MailContext, request: bytes) -> bytes:
     name, _, key = request.decode("utf-8", "replace").partition(" ")
     if name != MAP:
         return b"PERM no such map"
-    domain = key.rpartition("@")[2].strip().lower().rstrip(".")
+    domain = normal_domain(key.rpartition("@")[2])
     if not domain or domain.startswith("."):
         return b"NOTFOUND "
     try:

@@ -1,4 +1,5 @@
-"""Is this message spam? Upstream filter headers from trusted relays, and rspamd if set."""
+"""The mail plane's spam check, by the spam rules (``core/spam.py``): is this message
+spam? Upstream filter headers from trusted relays, and rspamd if set."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.config import Settings
+from maskmail.core.envelope import normal_domain
 from maskmail.core.errors import InvalidAddress
 from maskmail.core.records import RelayAddress
 from maskmail.store import addresses as store
@@ -25,7 +26,7 @@ async def place_for(
     caller chose with ``use_relay_subdomain``."""
     if requested is None or not requested.strip():
         return store.Place.DEFAULT, settings.domain
-    host = requested.strip().lower().rstrip(".")
+    host = normal_domain(requested)
     if host == settings.domain:
         return store.Place.DOMAIN, settings.domain
     if host in await subdomain_hosts(conn, user_id, settings.domain):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from maskmail.core.bounces import DAY, BounceOf, bounce_address, bounced
+from maskmail.core.bounce_addresses import DAY, BounceOf, bounce_address, bounced
 
 SECRET = b"k" * 32
 NOW = 1_790_000_000

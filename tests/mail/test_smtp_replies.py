@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from maskmail.core.errors import NotOwner, NotYetChecked
-from maskmail.mail.replies import reply_for
+from maskmail.mail.smtp_replies import reply_for
 
 
 def test_unfinished_sender_checks_defer_the_reply() -> None:
