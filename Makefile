@@ -38,6 +38,8 @@ pytest:
 	.venv/bin/pytest
 
 # Two workers, and a few examples per property test; `make test` runs every example in one process.
+# The slow set, left out here, holds the tests that take long and those that run a program
+# only `make test` installs (scripts/system-deps.sh): a fresh clone passes without them.
 fast-tests:
 	.venv/bin/pytest -m "not slow" -q -x -n 2 --hypothesis-profile=check
 

@@ -19,8 +19,13 @@ from typing import Any
 
 import gnupg
 import pysequoia
+import pytest
 
 FIVE_YEARS_AGO = "20200101T000000"
+
+# gpg is not on a fresh Debian (its priority is optional) and only `make test` installs
+# it (scripts/system-deps.sh): a test that runs it is in the slow set.
+NEEDS_GPG = pytest.mark.slow
 
 
 @dataclass(frozen=True)

@@ -270,13 +270,15 @@ async def test_a_check_that_hangs_fails_alone_in_time(setup: SetUp) -> None:
 
 
 def test_the_command_exits_1_and_json_has_every_check(tmp_path: Path) -> None:
-    env = {"MASKMAIL_DATA_DIR": str(tmp_path), "MASKMAIL_DNS_RESOLVER": f"127.0.0.1:{free_port()}"}
-    result = CliRunner().invoke(app, ["doctor", "--json"], env=env)
+    # A resolver that answers that no name exists: failing lines, at once.
+    with running_dns({}) as dns_port:
+        env = {"MASKMAIL_DATA_DIR": str(tmp_path), "MASKMAIL_DNS_RESOLVER": f"127.0.0.1:{dns_port}"}
+        result = CliRunner().invoke(app, ["doctor", "--json"], env=env)
+        text = CliRunner().invoke(app, ["doctor"], env=env)
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["ok"] is False
     assert [c["name"] for c in report["checks"]] == NAMES
-    text = CliRunner().invoke(app, ["doctor"], env=env)
     assert text.exit_code == 1
     assert "✗ database: no database at" in text.stdout
     assert len(text.stdout.splitlines()) == len(NAMES)
@@ -284,15 +286,18 @@ def test_the_command_exits_1_and_json_has_every_check(tmp_path: Path) -> None:
 
 def test_the_report_holds_no_password(tmp_path: Path) -> None:
     secret = "s3cret-pw"
-    env = {
-        "MASKMAIL_DATA_DIR": str(tmp_path),
-        "MASKMAIL_DATABASE_URL": f"postgresql://maskmail:{secret}@127.0.0.1:{free_port()}/x",
-        "MASKMAIL_REDIS_URL": f"redis://:{secret}@127.0.0.1:{free_port()}/0",
-        "MASKMAIL_SMARTHOST": f"127.0.0.1:{free_port()}",
-        "MASKMAIL_DNS_RESOLVER": f"127.0.0.1:{free_port()}",
-    }
-    for flags in ([], ["--json"]):
-        result = CliRunner().invoke(app, ["doctor", *flags], env=env)
+    with running_dns({}) as dns_port:
+        env = {
+            "MASKMAIL_DATA_DIR": str(tmp_path),
+            "MASKMAIL_DATABASE_URL": f"postgresql://maskmail:{secret}@127.0.0.1:{free_port()}/x",
+            "MASKMAIL_REDIS_URL": f"redis://:{secret}@127.0.0.1:{free_port()}/0",
+            "MASKMAIL_SMARTHOST": f"127.0.0.1:{free_port()}",
+            "MASKMAIL_DNS_RESOLVER": f"127.0.0.1:{dns_port}",
+        }
+        results = [
+            CliRunner().invoke(app, ["doctor", *flags], env=env) for flags in ([], ["--json"])
+        ]
+    for result in results:
         assert result.exit_code == 1
         assert "database" in result.output and "redis" in result.output
         assert secret not in result.output

@@ -10,7 +10,9 @@ import pytest
 
 from maskmail.core.errors import InvalidAddress
 from maskmail.openpgp import EncryptionFailed, check_key, encrypt
-from tests.pgp_keys import keys
+from tests.pgp_keys import NEEDS_GPG, keys
+
+pytestmark = NEEDS_GPG
 
 
 @pytest.mark.parametrize("kind", ["good", "rsa"])

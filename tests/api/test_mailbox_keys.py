@@ -10,9 +10,9 @@ import pytest
 
 from maskmail.services import mailbox_keys as key_service
 from tests.api.conftest import Caller, ClientFactory, UserFactory
-from tests.pgp_keys import hung, keys
+from tests.pgp_keys import NEEDS_GPG, hung, keys
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, NEEDS_GPG]
 
 MAILBOXES = "/v3/relay/mailboxes"
 

@@ -27,10 +27,10 @@ from maskmail.store import mailbox_keys, mailboxes
 from maskmail.store.engine import transaction
 from maskmail.store.tables import mailbox_keys as keys_table
 from tests.mail.conftest import DOMAIN, HOST, Mask, Masks, Sink, mail_settings, message, send_async
-from tests.pgp_keys import hung, keys
+from tests.pgp_keys import NEEDS_GPG, hung, keys
 from tests.support import free_port
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, NEEDS_GPG]
 
 SENDER = "alice@example.com"
 

@@ -12,7 +12,7 @@ import pytest
 
 from maskmail.core.errors import Unrewritable
 from maskmail.mail import pgp_packets
-from tests.pgp_keys import key_of, signed_by
+from tests.pgp_keys import NEEDS_GPG, key_of, signed_by
 
 UID = b"Alice <alice@example.com>"
 
@@ -130,6 +130,7 @@ def test_armor_that_is_not_base64_is_refused() -> None:
         pgp_packets.armored(text)
 
 
+@NEEDS_GPG
 def test_real_keys_and_signatures() -> None:
     """What gpg writes: a key's user id, and the signer's user id in a clear-signed
     text's signature (the signed text itself, with no END line, is no block)."""

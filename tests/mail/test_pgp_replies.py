@@ -14,9 +14,9 @@ from maskmail.mail.rewrite import split_message
 from tests.mail.conftest import Masks, Sink, send_async
 from tests.mail.test_pgp_forward import _key
 from tests.mail.test_replies import OUTSIDE, _alias
-from tests.pgp_keys import keys
+from tests.pgp_keys import NEEDS_GPG, keys
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, NEEDS_GPG]
 
 SECRET = b"Meet at noon. -- the owner\r\n"
 

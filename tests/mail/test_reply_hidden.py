@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import quopri
+from collections.abc import Callable
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 
@@ -17,7 +18,7 @@ from maskmail.core.errors import Unrewritable
 from maskmail.mail.reply_rewrite import rewrite_reply
 from tests.mail.leaks import visible
 from tests.mail.test_reply_rewrite import OWNER, RELAY, REPLY
-from tests.pgp_keys import binary_key_of, key_of, keys, signed_by
+from tests.pgp_keys import NEEDS_GPG, binary_key_of, key_of, keys, signed_by
 
 _HEAD = f"From: {OWNER}\r\nSubject: s\r\nMIME-Version: 1.0\r\n"
 _OTHER = "Bob <bob@example.org>"
@@ -210,28 +211,35 @@ def _card_with_key(key: bytes, line: str) -> str:
     return _CARD.format(line=line.format(key=base64.b64encode(key).decode()))
 
 
+def _with_gpg(make: Callable[[], bytes]) -> object:
+    """A case whose key or signature gpg makes."""
+    return pytest.param(make, marks=NEEDS_GPG)
+
+
 @pytest.mark.parametrize(
     "make",
     [
         # As Thunderbird attaches the owner's key: armored, in its own part.
-        lambda: _attached('application/pgp-keys; name="OpenPGP_0xA1.asc"', key_of(_UID)),
-        lambda: _attached("application/pgp-keys", key_of(_UID), "quoted-printable"),
-        lambda: _attached("application/pgp-keys", binary_key_of(_UID), "base64"),
+        _with_gpg(lambda: _attached('application/pgp-keys; name="OpenPGP_0xA1.asc"', key_of(_UID))),
+        _with_gpg(lambda: _attached("application/pgp-keys", key_of(_UID), "quoted-printable")),
+        _with_gpg(lambda: _attached("application/pgp-keys", binary_key_of(_UID), "base64")),
         # Armored anywhere: a text body, a quoted one, a file of any type.
-        lambda: _text(f"my key:\r\n\r\n{key_of(_UID)}"),
-        lambda: _text("> " + key_of(_UID).replace("\n", "\n> ")),
-        lambda: _attached("application/octet-stream", key_of(_UID), "base64"),
+        _with_gpg(lambda: _text(f"my key:\r\n\r\n{key_of(_UID)}")),
+        _with_gpg(lambda: _text("> " + key_of(_UID).replace("\n", "\n> "))),
+        _with_gpg(lambda: _attached("application/octet-stream", key_of(_UID), "base64")),
         # A card with the key in it (vCard 3 and 4).
-        lambda: _attached(
+        _with_gpg(lambda: _attached(
             "text/vcard", _card_with_key(binary_key_of(_UID), "KEY;TYPE=PGP;ENCODING=b:{key}")
-        ),
-        lambda: _attached(
+        )),
+        _with_gpg(lambda: _attached(
             "text/vcard",
             _card_with_key(binary_key_of(_UID), "KEY:data:application/pgp-keys;base64,{key}"),
-        ),
+        )),
         # A signature names its signer's user id; a signed message is compressed.
-        lambda: _text(signed_by(_UID, b"See you at noon.\n", clearsign=True)),
-        lambda: _text(signed_by(_OTHER, f"Write to {OWNER}\n".encode(), clearsign=False)),
+        _with_gpg(lambda: _text(signed_by(_UID, b"See you at noon.\n", clearsign=True))),
+        _with_gpg(
+            lambda: _text(signed_by(_OTHER, f"Write to {OWNER}\n".encode(), clearsign=False))
+        ),
         # Armor that does not read as packets cannot be shown to be free of the address.
         lambda: _attached("application/pgp-keys", "-----BEGIN PGP PUBLIC KEY BLOCK-----\r\n\r\n"
                           "not base64!\r\n-----END PGP PUBLIC KEY BLOCK-----"),
@@ -243,6 +251,7 @@ def test_a_key_block_naming_the_owner_is_refused(make: object) -> None:
     _refused(make())
 
 
+@NEEDS_GPG
 def test_a_key_block_without_the_address_is_sent_as_it_came() -> None:
     """Someone else's key, attached: read, found free of the owner, and untouched."""
     armored = key_of(_OTHER).replace("\n", "\r\n")
@@ -253,6 +262,7 @@ def test_a_key_block_without_the_address_is_sent_as_it_came() -> None:
     assert [p.get_payload(decode=True) for p in key] == [armored.encode()]
 
 
+@NEEDS_GPG
 def test_a_message_encrypted_to_the_recipient_still_passes() -> None:
     """Encrypted data is not read: only the recipient's key shows what it holds."""
     secret = f"from {OWNER}\n".encode()

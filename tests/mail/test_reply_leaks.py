@@ -14,7 +14,7 @@ import pytest
 from maskmail.mail.dkim import txt_value
 from tests.mail.conftest import Mask, Masks, Sink, counts, send_async
 from tests.mail.leaks import visible
-from tests.pgp_keys import key_of
+from tests.pgp_keys import NEEDS_GPG, key_of
 
 pytestmark = pytest.mark.anyio
 OUTSIDE = "shop@example.org"
@@ -180,6 +180,7 @@ async def _sent_without_the_owner(
     return [p for p in _sent(sink).walk() if p.get_content_maintype() == "text"]
 
 
+@NEEDS_GPG
 @pytest.mark.parametrize("encoding", ["7bit", "base64"])
 async def test_the_owners_key_attached_is_refused(
     relay: int, sink: Sink, masks: Masks, encoding: str

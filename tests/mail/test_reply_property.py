@@ -23,7 +23,7 @@ from tests.mail.conftest import Mask, Masks, Sink, send_async
 from tests.mail.leaks import visible
 from tests.mail.test_reply_leaks import OUTSIDE, _contact
 from tests.mail.test_reply_rewrite import OWNER, REPLY
-from tests.pgp_keys import binary_key_of, key_of
+from tests.pgp_keys import NEEDS_GPG, binary_key_of, key_of
 from tests.profiles import examples
 
 
@@ -241,6 +241,7 @@ def render(owner: str, part: _Part) -> bytes:
     return f"From: {owner}\r\nMIME-Version: 1.0\r\n".encode() + _render(part)
 
 
+@NEEDS_GPG
 @settings(max_examples=examples(200), deadline=None)
 @given(tree(OWNER))
 def test_no_message_shape_lets_the_address_out(message: _Part) -> None:

@@ -11,10 +11,10 @@ from maskmail import openpgp
 from maskmail.core import keys as api_keys
 from maskmail.services import mailbox_keys as key_service
 from maskmail.store import accounts, mailboxes
-from tests.pgp_keys import hung, keys
+from tests.pgp_keys import NEEDS_GPG, hung, keys
 from tests.web.conftest import Db, Person, SignIn
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, NEEDS_GPG]
 
 
 async def _setup(db: Db, person: Person) -> tuple[int, dict[str, str]]:
