@@ -78,10 +78,10 @@ def schema_behind(exc: Exception, config: Settings) -> str | None:
     """
     from sqlalchemy.exc import DBAPIError
 
-    from maskmail.store.migrate import current_revision, head_revision
-
     if not isinstance(exc, DBAPIError):
         return None
+    from maskmail.store.migrate import current_revision, head_revision
+
     try:
         revision = in_transaction(config, lambda conn: conn.run_sync(current_revision))
     except Exception:
