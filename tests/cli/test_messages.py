@@ -12,6 +12,7 @@ from maskmail.core.keys import PREFIX
 from maskmail.store import accounts
 from maskmail.store.addresses import create_address
 from maskmail.store.engine import create_engine, transaction
+from maskmail.store.migrate import head_revision
 from tests.support import run_cli
 
 # Each step starts a fresh interpreter.
@@ -73,3 +74,23 @@ def test_each_command_says_what_it_did(tmp_path: Path) -> None:
     asyncio.run(_give_address(f"sqlite+aiosqlite:///{data / 'maskmail.db'}", "ann@example.com"))
     deleted = run_cli(env, "user", "delete", "ann@example.com")
     assert said(deleted) == "deleted the user and 1 address (kept as tombstones)"
+
+
+def test_a_command_on_a_database_that_needs_upgrading_says_so(tmp_path: Path) -> None:
+    env = {"MASKMAIL_DATA_DIR": str(tmp_path)}
+    for args in (("user", "list"), ("key", "revoke", "mm_none")):
+        failed = run_cli(env, *args)
+        assert failed.returncode == 1
+        assert failed.stderr.splitlines() == [
+            "maskmail: the database's schema is at no revision, this maskmail's at "
+            f"{head_revision()}; run maskmail db upgrade"
+        ]
+    assert said(run_cli(env, "db", "upgrade"))
+    assert run_cli(env, "user", "list").returncode == 0
+
+
+def test_a_refused_command_says_why_in_one_line(tmp_path: Path) -> None:
+    env = {"MASKMAIL_DATA_DIR": str(tmp_path)}
+    run_cli(env, "db", "upgrade")
+    refused = run_cli(env, "key", "revoke", "mm_none")
+    assert (refused.returncode, refused.stderr) == (1, "maskmail: no live key matches that value\n")

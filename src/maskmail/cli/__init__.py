@@ -7,13 +7,16 @@ needs when it runs, so that ``--version`` and ``--help`` start at once.
 from __future__ import annotations
 
 import sys
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from maskmail import __version__
 from maskmail.cli import backups, db, doctor, domains, keys, serving, users
-from maskmail.cli.common import Fail, settings
+from maskmail.cli.common import Fail, schema_behind, settings
+
+if TYPE_CHECKING:
+    from maskmail.config import Settings
 
 app = typer.Typer(
     name="maskmail",
@@ -72,28 +75,32 @@ def main(argv: list[str] | None = None) -> None:
 
 def _one_line(exc: Exception) -> tuple[str, int]:
     """The line and exit status for a failure; anything unforeseen is a bug, shown in full."""
-    # Imported here: they bring SQLAlchemy and pydantic, which a failure can afford.
+    from maskmail.core.errors import MaskmailError
+
+    # The usual refusals first: explaining the rarer failures imports Alembic.
+    if isinstance(exc, MaskmailError | Fail):
+        return str(exc), 1
+    # Usage errors (Typer's vendored click) carry their own message and exit code.
+    message = getattr(exc, "format_message", None)
+    if message is not None:
+        return str(message()), int(getattr(exc, "exit_code", 2))
     from pydantic import ValidationError
 
-    from maskmail.core.errors import MaskmailError
     from maskmail.startup import StartupError, explain
     from maskmail.store.sqlite_backup import BackupError
 
-    if isinstance(exc, MaskmailError | Fail | BackupError | StartupError):
+    if isinstance(exc, BackupError | StartupError):
         return str(exc), 1
     if isinstance(exc, ValidationError):
         problems = "; ".join(
             f"MASKMAIL_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
         )
         return f"invalid setting: {problems}", 2
-    # Usage errors (Typer's vendored click) carry their own message and exit code.
-    message = getattr(exc, "format_message", None)
-    if message is not None:
-        return str(message()), int(getattr(exc, "exit_code", 2))
     try:
-        explained = explain(exc, settings())
+        config: Settings | None = settings()
     except ValidationError:
-        explained = None
+        config = None
+    explained = None if config is None else (explain(exc, config) or schema_behind(exc, config))
     if explained is None:
         raise exc
     return explained, 1

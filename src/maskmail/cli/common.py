@@ -68,3 +68,28 @@ def migrated(*, data_dir: bool) -> Settings:
         check_data_dir(config)
     prepare_database(config)
     return config
+
+
+def schema_behind(exc: Exception, config: Settings) -> str | None:
+    """After a statement failed: one line asking for ``maskmail db upgrade`` when the
+    database is not at this maskmail's schema, else None.
+
+    Asked only on failure, so that a command on a current database pays for no check.
+    """
+    from sqlalchemy.exc import DBAPIError
+
+    if not isinstance(exc, DBAPIError):
+        return None
+    from maskmail.store.migrate import current_revision, head_revision
+
+    try:
+        revision = in_transaction(config, lambda conn: conn.run_sync(current_revision))
+    except Exception:
+        return None
+    head = head_revision()
+    if revision == head:
+        return None
+    return (
+        f"the database's schema is at {revision or 'no revision'}, this maskmail's at {head}; "
+        "run maskmail db upgrade"
+    )
