@@ -17,6 +17,7 @@ database (and Redis).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -36,11 +37,14 @@ log = logging.getLogger("maskmail")
 # so that one failing at start (the database down) does not keep the parent busy.
 RESTART_PAUSE = 1.0
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_PR_SET_PDEATHSIG = 1
 
 
 def default_workers() -> int:
     """One worker per core this process may run on."""
-    return len(os.sched_getaffinity(0))
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def prepare_metrics() -> None:
@@ -97,18 +101,20 @@ class Supervisor:
                 continue  # ended already; os.wait reaps it
 
     def _start(self) -> None:
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            os._exit(self._worker())
+            os._exit(self._worker(parent))
         self.started[pid] = time.monotonic()
 
-    def _worker(self) -> int:
+    def _worker(self, parent: int) -> int:
         """The body of a forked worker: its exit status."""
         # Its own process group: a Ctrl-C in the terminal reaches the parent alone, which
-        # passes on one SIGTERM (a second would cut the drain short).
+        # passes it on as SIGTERM (uvicorn cuts its drain short at a second SIGINT).
         os.setpgid(0, 0)
         for signum in _STOP_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
+        _end_with(parent)
         code = 0
         try:
             self.work()
@@ -119,6 +125,19 @@ class Supervisor:
             sys.stdout.flush()
             sys.stderr.flush()
         return code
+
+
+def _end_with(parent: int) -> None:
+    """Have the kernel send this worker SIGTERM when the parent dies (killed, say): an
+    orphan would serve the port unsupervised and keep a new ``smtp`` from binding it.
+    Linux's prctl(PR_SET_PDEATHSIG); elsewhere nothing."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the call
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _how(status: int) -> str:
