@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     trusted_relays: str = "127.0.0.0/8,::1"
     max_message_size: int = Field(default=25 * 1024 * 1024, ge=1024)
     smtp_max_connections: int = Field(default=100, ge=1)
+    # Processes of `maskmail smtp` on its one port; 0: one per core this process may use.
+    smtp_workers: int = Field(default=0, ge=0)
     # Port of the Postfix policy service (docs/postfix.md) on the SMTP host; 0: off.
     policy_port: int = Field(default=0, ge=0, le=65535)
     # Connections one client address may hold at once; Postfix's own default for its

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import logging
 import signal
+import socket
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,7 +19,7 @@ from maskmail.api.headcap import MAX_HEAD_BYTES, CappedHttpTools
 from maskmail.api.health import health_app
 from maskmail.app import create_app
 from maskmail.config import Settings
-from maskmail.mail.plane import mail_plane, notices_for
+from maskmail.mail.plane import Listeners, mail_plane, notices_for
 from maskmail.readiness import Readiness
 from maskmail.startup import bind
 from maskmail.store.engine import create_engine, shown
@@ -102,14 +103,22 @@ async def run_up(
 
 
 async def run_smtp(
-    settings: Settings, *, host: str, port: int, health_port: int | None = None
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    health_port: int | None = None,
+    sockets: Listeners | None = None,
+    health_socket: socket.socket | None = None,
 ) -> None:
     """The mail plane alone, until SIGINT or SIGTERM; with ``health_port``, the probes
-    are served there (and uvicorn owns the signals, as in ``run_up``)."""
+    are served there (and uvicorn owns the signals, as in ``run_up``). A worker of
+    ``smtp --workers`` is given the sockets it shares with the others."""
     if health_port is not None:
         # Taken before SMTP listens, so a busy port is one line and nothing was served.
-        health_socket = bind(host, health_port, "the health probes", "--health-port")
-        async with _smtp(settings, host, port) as engine:
+        if health_socket is None:
+            health_socket = bind(host, health_port, "the health probes", "--health-port")
+        async with _smtp(settings, host, port, sockets=sockets) as engine:
             readiness = Readiness.of(engine, smtp=(host, port))
             config = uvicorn.Config(
                 health_app(readiness, settings),
@@ -123,13 +132,17 @@ async def run_smtp(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with _smtp(settings, host, port, on_started=gc.freeze):
+    async with _smtp(settings, host, port, on_started=gc.freeze, sockets=sockets):
         await stop.wait()
 
 
 @asynccontextmanager
 async def _smtp(
-    settings: Settings, host: str, port: int, on_started: Callable[[], None] = lambda: None
+    settings: Settings,
+    host: str,
+    port: int,
+    on_started: Callable[[], None] = lambda: None,
+    sockets: Listeners | None = None,
 ) -> AsyncIterator[AsyncEngine]:
     """The mail plane and its engine, listening while the block runs."""
     engine = create_engine(
@@ -137,7 +150,9 @@ async def _smtp(
     )
     metrics.watch_pool(engine, "mail")
     try:
-        async with mail_plane(settings, engine, host=host, port=port, on_started=on_started):
+        async with mail_plane(
+            settings, engine, host=host, port=port, on_started=on_started, sockets=sockets
+        ):
             log.info("SMTP listening on %s:%d for @%s", host, port, settings.domain)
             log.info("database: %s", shown(settings.resolved_database_url))
             yield engine

@@ -52,11 +52,27 @@ def smtp(
     health_port: Annotated[
         int | None, typer.Option(help="HTTP port for /healthz, /readyz and /metrics.")
     ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Processes sharing the port; 0: one per core (MASKMAIL_SMTP_WORKERS).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Migrate, then run the mail plane only."""
+    settings = _with_policy_port(migrated(data_dir=True), policy_port)
+    if workers is None:
+        workers = settings.smtp_workers
+    if workers != 1:
+        from maskmail.supervisor import default_workers, run_smtp_workers
+
+        count = workers or default_workers()
+        run_smtp_workers(settings, host=host, port=port, health_port=health_port, count=count)
+        return
     from maskmail.runner import run_loop, run_smtp
 
-    settings = _with_policy_port(migrated(data_dir=True), policy_port)
     run_loop(run_smtp(settings, host=host, port=port, health_port=health_port))
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import httpx
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -21,12 +23,46 @@ from maskmail.mail.policy import start_policy
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
 from maskmail.services.relay_domains import relay_domains
+from maskmail.startup import bind, inherited_socket
 from maskmail.store.engine import transaction
 
 log = logging.getLogger("maskmail")
 
 RSPAMD_TIMEOUT = 20.0
 CLOSE_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """The mail plane's listening sockets, opened once and shared by every worker of
+    ``smtp --workers``: SMTP's, and the policy service's when it is on."""
+
+    smtp: socket.socket
+    policy: socket.socket | None
+
+    def close(self) -> None:
+        self.smtp.close()
+        if self.policy is not None:
+            self.policy.close()
+
+
+def _listening(host: str, port: int, what: str, option: str) -> socket.socket:
+    """The socket systemd passed for ``port``, or a new one listening on ``host:port``."""
+    inherited = inherited_socket(port)
+    if inherited is not None:
+        return inherited
+    sock = bind(host, port, what, option)
+    sock.listen(socket.SOMAXCONN)
+    sock.setblocking(False)
+    return sock
+
+
+def open_listeners(settings: Settings, *, host: str, port: int) -> Listeners:
+    smtp = _listening(host, port, "SMTP", "--port")
+    policy = None
+    if settings.policy_port:
+        policy = _listening(host, settings.policy_port, "the policy service", "--policy-port")
+    return Listeners(smtp, policy)
 
 
 def outbound_for(settings: Settings) -> Smarthost | Outbox:
@@ -90,9 +126,11 @@ async def mail_plane(
     host: str,
     port: int,
     on_started: Callable[[], None] = lambda: None,
+    sockets: Listeners | None = None,
 ) -> AsyncIterator[asyncio.Server]:
     """The SMTP server, listening until the block ends; ``on_started`` runs once it
-    listens (the entry point freezes the collector there)."""
+    listens (the entry point freezes the collector there). ``sockets`` are the listening
+    sockets a worker of ``smtp --workers`` shares with the others."""
     outbound = outbound_for(settings)
     older = await older_domains(engine, settings.domain)
     rewriters = ThreadPoolExecutor(max_workers=2, thread_name_prefix="reply-rewrite")
@@ -125,6 +163,7 @@ async def mail_plane(
                 max_connections=settings.smtp_max_connections,
                 max_per_client=settings.smtp_max_per_client,
                 idle_timeout=settings.smtp_timeout,
+                sock=None if sockets is None else sockets.smtp,
             )
             policy = None
             if settings.policy_port:
@@ -133,6 +172,7 @@ async def mail_plane(
                     host=host,
                     port=settings.policy_port,
                     idle_timeout=settings.smtp_timeout,
+                    sock=None if sockets is None else sockets.policy,
                 )
             on_started()
             try:

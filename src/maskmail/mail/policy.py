@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 
 from maskmail.core.errors import MaskmailError
 from maskmail.mail import recipients, smtp_replies, socketmap
@@ -155,12 +156,17 @@ class PolicyServer:
 
 
 async def start_policy(
-    ctx: MailContext, *, host: str, port: int, idle_timeout: float
+    ctx: MailContext,
+    *,
+    host: str,
+    port: int,
+    idle_timeout: float,
+    sock: socket.socket | None = None,
 ) -> PolicyServer:
-    """Listen for Postfix's ``check_policy_service inet:host:port`` (or on the socket
-    systemd passed for that port)."""
+    """Listen for Postfix's ``check_policy_service inet:host:port``: on ``sock`` when
+    given (``smtp --workers`` shares one), else on the socket systemd passed for that port."""
     server = PolicyServer(ctx, idle_timeout=idle_timeout)
-    inherited = inherited_socket(port)
+    inherited = sock or inherited_socket(port)
     try:
         if inherited is not None:
             server.listener = await asyncio.start_server(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -165,9 +166,11 @@ async def start_smtp(
     max_connections: int,
     max_per_client: int,
     idle_timeout: float,
+    sock: socket.socket | None = None,
 ) -> SmtpServer:
-    """Listen on ``host:port`` (or on the socket systemd passed for that port); the
-    banner names the host and nothing about the software."""
+    """Listen on ``sock`` when given (``smtp --workers`` shares one), else on the
+    socket systemd passed for ``port``, else on ``host:port``; the banner names the host
+    and nothing about the software."""
     loop = asyncio.get_running_loop()
     gate = ConnectionGate(max_connections, max_per_client)
 
@@ -184,7 +187,7 @@ async def start_smtp(
             loop=loop,
         )
 
-    inherited = inherited_socket(port)
+    inherited = sock or inherited_socket(port)
     try:
         if inherited is not None:
             return SmtpServer(await loop.create_server(factory, sock=inherited), gate)
