@@ -43,7 +43,10 @@ async def test_the_relays_domains_are_its_own_and_older_ones_not_users(
     conn: AsyncConnection,
 ) -> None:
     await _owner_with_history(conn)
-    assert await relay_domains(conn, "MaskRelay.net") == {"maskrelay.net", OLD}
+    # Other tests on this database may leave addresses at their own relay domains.
+    found = await relay_domains(conn, "MaskRelay.net")
+    assert {"maskrelay.net", OLD} <= found
+    assert "theirs.example.org" not in found
 
 
 @pytest.mark.parametrize("host", ["maskrelay.net", "sub.maskrelay.net", OLD, f"x.{OLD.upper()}"])
