@@ -7,6 +7,8 @@ import re
 import pytest
 from fastapi import FastAPI
 
+from maskmail.core.paging import positive_int
+from maskmail.core.records import MAX_ID
 from maskmail.store import addresses as store
 from maskmail.store import subdomains
 from maskmail.store.addresses import Place
@@ -179,3 +181,25 @@ async def test_search_finds_the_full_address_on_a_subdomain(sign_in: SignIn, db:
         ("@relay.test", [plain.id]),
     ):
         assert _ids((await ann.client.get("/", params={"q": query})).text) == found, query
+
+
+@pytest.mark.parametrize("raw", ["abc", "0", "-3", "٣", " 2", "99999999999999999999"])
+async def test_a_page_number_is_read_as_the_api_reads_it(sign_in: SignIn, raw: str) -> None:
+    """core/paging's lenient reading: what the API would take as page 1 is page 1 here."""
+    ann = await sign_in("quin@example.com")
+    for _ in range(3):
+        await ann.post("/addresses")
+    wanted = positive_int(raw, 1)
+    page = await ann.client.get("/", params={"page": raw})
+    assert page.status_code == 200
+    assert (len(_ids(page.text)) == 3) == (wanted == 1), wanted
+
+
+@pytest.mark.parametrize("raw", [str(MAX_ID), str(MAX_ID + 1)])
+async def test_an_id_past_the_apis_bound_names_nothing_on_both_doors(
+    sign_in: SignIn, raw: str
+) -> None:
+    ann = await sign_in("rae@example.com")
+    page = await ann.client.get(f"/addresses/{raw}")
+    assert page.status_code == 404
+    assert "There is no such page." in page.text

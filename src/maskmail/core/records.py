@@ -9,6 +9,10 @@ from maskmail.core.addresses import full_address
 
 # The keys of an address on the wire (the SPEC's Private Email object), in their order:
 # declared once, for the API's JSON, its schema's test, and the JSON the database writes.
+# The largest id any table keeps: both databases store ids as signed 64-bit integers, so
+# a larger one in a path or a body names nothing.
+MAX_ID = 2**63 - 1
+
 PRIVATE_EMAIL_FIELDS = (
     "id",
     "address",

@@ -21,7 +21,7 @@ from maskmail.core.errors import (
     RateLimited,
     ToolUnavailable,
 )
-from maskmail.core.records import RelayAddress
+from maskmail.core.records import MAX_ID, RelayAddress
 from maskmail.http_shared.problems import problem
 from maskmail.store import addresses as store
 from maskmail.store import sessions
@@ -83,7 +83,7 @@ async def change(request: Request, conn: AsyncConnection) -> tuple[Viewer, FormD
 
 def path_id(text: str, viewer: Viewer) -> int:
     """An id from the path; anything else names nothing of the viewer's."""
-    if not text.isascii() or not text.isdigit() or len(text) > 19 or not 1 <= int(text) < 2**63:
+    if not text.isascii() or not text.isdigit() or len(text) > 19 or not 1 <= int(text) <= MAX_ID:
         raise PageNotFound(viewer)
     return int(text)
 

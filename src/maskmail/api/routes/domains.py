@@ -16,6 +16,7 @@ from maskmail.api.routes.shared import json
 from maskmail.api.schemas import StorableStr
 from maskmail.config import Settings
 from maskmail.core.custom_domains import CHECKS, CustomDomain
+from maskmail.core.records import MAX_ID
 from maskmail.http_shared.connection import Conn
 from maskmail.services.domains import add_for, recheck
 from maskmail.store import custom_domains as store
@@ -23,7 +24,7 @@ from maskmail.store.engine import transaction
 
 router = APIRouter(prefix="/v3/relay/domains", tags=["custom domains"])
 
-DomainId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The domain's id.")]
+DomainId = Annotated[int, Path(ge=1, le=MAX_ID, description="The domain's id.")]
 _ADD_ERRORS = {
     **DESCRIPTIONS,
     403: "The caller is at `MASKMAIL_MAX_DOMAINS_PER_USER` (`domain_limit_reached`).",

@@ -15,6 +15,7 @@ from maskmail.api.routes.shared import AddressId, json
 from maskmail.api.schemas import StorableStr
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
+from maskmail.core.records import MAX_ID
 from maskmail.http_shared.connection import Conn
 from maskmail.http_shared.public_url import verify_link_maker
 from maskmail.openpgp import MAX_KEY_CHARS
@@ -25,7 +26,7 @@ from maskmail.store import mailboxes as store
 
 router = APIRouter(prefix="/v3/relay", tags=["mailboxes"])
 
-MailboxId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The mailbox's id.")]
+MailboxId = Annotated[int, Path(ge=1, le=MAX_ID, description="The mailbox's id.")]
 
 
 class MailboxRequest(BaseModel):
@@ -55,9 +56,7 @@ class CodeRequest(BaseModel):
 class MailboxChoice(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    mailbox_ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] = Field(
-        min_length=1, max_length=100
-    )
+    mailbox_ids: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Field(min_length=1, max_length=100)
 
 
 class KeyRequest(BaseModel):

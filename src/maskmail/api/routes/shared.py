@@ -14,12 +14,13 @@ from maskmail.api.deps import owner_of
 from maskmail.api.schemas import address_json
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress
+from maskmail.core.records import MAX_ID
 from maskmail.core.text import unstorable
 from maskmail.services.addresses import generate, place_for
 from maskmail.store.engine import transaction
 
 # Ids are 64-bit in the database; anything larger can only be unknown.
-AddressId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The address's id.")]
+AddressId = Annotated[int, Path(ge=1, le=MAX_ID, description="The address's id.")]
 
 
 def json(payload: Any, status: int = 200) -> Response:

@@ -13,6 +13,7 @@ from maskmail.api.deps import CurrentOwner, CurrentSettings
 from maskmail.api.docs import DESCRIPTIONS, errors_for
 from maskmail.api.routes.shared import json
 from maskmail.api.schemas import StorableStr
+from maskmail.core.records import MAX_ID
 from maskmail.core.subdomains import MAX_LENGTH, MIN_LENGTH, NAME_PATTERN, Subdomain
 from maskmail.http_shared.connection import Conn
 from maskmail.services.subdomains import naming
@@ -20,7 +21,7 @@ from maskmail.store import subdomains as store
 
 router = APIRouter(prefix="/v3/relay/subdomains", tags=["relay subdomains"])
 
-SubdomainId = Annotated[int, Path(ge=1, le=2**63 - 1, description="The subdomain's id.")]
+SubdomainId = Annotated[int, Path(ge=1, le=MAX_ID, description="The subdomain's id.")]
 _CLAIM_ERRORS = {
     **DESCRIPTIONS,
     403: "The caller has a subdomain already (`subdomain_limit_reached`).",

@@ -12,6 +12,7 @@ from starlette.responses import HTMLResponse, Response
 
 from maskmail.config import Settings
 from maskmail.core.errors import AddressNotFound, LimitReached
+from maskmail.core.paging import PageRequest, has_next, positive_int
 from maskmail.core.records import RelayAddress
 from maskmail.http_shared.connection import Conn
 from maskmail.services.address_changes import AddressUpdate
@@ -41,12 +42,6 @@ MAX_QUERY = 100
 SWITCHES = ("enabled", "block_spam")
 
 
-def _page_number(text: str | None) -> int:
-    if text and text.isascii() and text.isdigit() and len(text) < 10:
-        return max(1, int(text))
-    return 1
-
-
 def _back(form: FormData) -> str:
     """Where a form without script returns to: one of our own paths, never another site."""
     back = str(form.get("back") or "/")
@@ -65,8 +60,9 @@ async def _list_page(
     status: int = 200,
 ) -> Response:
     q = plain_text(request.query_params.get("q"), MAX_QUERY)
-    number = _page_number(request.query_params.get("page"))
-    offset = (number - 1) * PAGE_SIZE
+    # The API's lenient reading of a page number: anything else is the first page.
+    wanted = PageRequest(positive_int(request.query_params.get("page"), 1), PAGE_SIZE)
+    number, offset = wanted.page, wanted.offset
     count, rows = await search_addresses(conn, viewer.user_id, q, offset=offset, limit=PAGE_SIZE)
 
     def link(n: int) -> str:
@@ -88,7 +84,7 @@ async def _list_page(
         created=created,
         error=error,
         previous=link(number - 1) if number > 1 else None,
-        next=link(number + 1) if offset + len(rows) < count else None,
+        next=link(number + 1) if has_next(wanted, count) else None,
     )
 
 
