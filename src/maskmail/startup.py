@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from maskmail.config import Settings
-from maskmail.store import serving
+from maskmail.store import sqlite_lock
 from maskmail.store.migrate import UnknownRevision, upgrade
 
 # PostgreSQL's SQLSTATEs for an unknown database and for a refused login.
@@ -59,8 +59,8 @@ def prepare_database(settings: Settings) -> None:
                 "fix MASKMAIL_DATABASE_URL, or make the folder if it is right"
             )
         try:
-            serving.hold_while_serving(database)
-        except serving.ServingConflict as exc:
+            sqlite_lock.hold_while_serving(database)
+        except sqlite_lock.ServingConflict as exc:
             raise StartupError(str(exc)) from exc
     try:
         upgrade(settings.resolved_database_url)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.custom_domains import is_within
-from maskmail.store.domains import address_domains
+from maskmail.store.served_domains import address_domains
 
 
 async def relay_domains(conn: AsyncConnection, domain: str) -> frozenset[str]:

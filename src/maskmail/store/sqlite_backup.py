@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from maskmail.store.schema_check import SchemaMismatch, check_schema
-from maskmail.store.serving import ServingConflict, nobody_serving
+from maskmail.store.sqlite_lock import ServingConflict, nobody_serving
 
 BUSY_TIMEOUT = 30.0
 
