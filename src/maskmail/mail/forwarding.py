@@ -55,7 +55,12 @@ async def check_may_forward(ctx: MailContext, mailbox: Mailbox, mail_from: str) 
     try:
         owner_mailbox = (await _find(ctx, mailbox)).owner_mailbox
     except AddressNotFound:
-        owner_mailbox = await first_mail.check(ctx, mailbox, mail_from)
+        try:
+            owner_mailbox = await first_mail.check(ctx, mailbox, mail_from)
+        except AddressNotFound:
+            # A concurrent first mail may have made it between the two look-ups: its
+            # tombstone reads as "used before" while the address now exists.
+            owner_mailbox = (await _find(ctx, mailbox)).owner_mailbox
     if owner_is_relay(ctx, owner_mailbox):
         raise RelayDenied("forwarding would loop")
 
