@@ -11,7 +11,7 @@ $(UV):
 	.tools/bin/pip install --quiet --disable-pip-version-check 'uv>=0.5'
 
 .venv/.synced: $(UV) pyproject.toml uv.lock
-	$(UV) sync --locked --quiet
+	$(UV) sync --locked --quiet --compile-bytecode
 	touch $@
 
 ## run: migrate, print a demo key on a new database, and serve the API and SMTP
