@@ -82,5 +82,5 @@ def create_app(
     app = api.new_app(settings, lifespan)
     app.include_router(mailbox_link.routes(page_errors_for))
     web.install(app)
-    api.finish(app, settings)
+    api.finish(app, settings, pages=web.outside_routes)
     return app

@@ -6,12 +6,12 @@ route's methods; a path such as ``/v3/relay/addresses/{id}`` has four routes.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from fastapi import FastAPI, Request
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
-
-from maskmail.api import errors
 
 METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 
@@ -33,6 +33,10 @@ def install(app: FastAPI) -> None:
         assert isinstance(exc, HTTPException)
         allowed = allowed_methods(app.router.routes, request)
         headers = {**(exc.headers or {}), "Allow": ", ".join(allowed)} if allowed else exc.headers
-        return errors.answer(request, HTTPException(405, detail=exc.detail, headers=headers))
+        # Answered by the app's handler of HTTP errors: the API's JSON, or a page for a
+        # browser on the dashboard's side (api/app.py ``finish``).
+        answer = app.exception_handlers[HTTPException]
+        response = answer(request, HTTPException(405, detail=exc.detail, headers=headers))
+        return await response if isinstance(response, Awaitable) else response
 
     app.add_exception_handler(405, method_not_allowed)

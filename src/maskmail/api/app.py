@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 from starlette.types import Scope
@@ -18,7 +20,7 @@ from maskmail.api.front import Front
 from maskmail.api.hot import HotRoutes
 from maskmail.api.metrics import RequestTimes
 from maskmail.api.metrics import router as metrics_router
-from maskmail.api.proxy import Paths
+from maskmail.api.proxy import Paths, route_path
 from maskmail.api.routes import (
     addresses,
     bounces,
@@ -30,6 +32,8 @@ from maskmail.api.routes import (
     subdomains,
 )
 from maskmail.config import Settings
+from maskmail.core.errors import MaskmailError
+from maskmail.http_shared.problems import ScopeAnswer, wants_page
 
 DESCRIPTION = (
     "Private relay addresses: generate masks, list them, switch them off, "
@@ -86,8 +90,10 @@ def new_app(settings: Settings, lifespan: Lifespan) -> FastAPI:
     return app
 
 
-def finish(app: FastAPI, settings: Settings) -> None:
-    """The API's documentation and its middleware, once every route is in."""
+def finish(app: FastAPI, settings: Settings, pages: ScopeAnswer | None = None) -> None:
+    """The API's documentation and its middleware, once every route is in; ``pages``
+    answers the errors no route answered that a browser asked for outside the API's
+    paths (``http_shared/problems.wants_page``), as the dashboard's pages."""
     docs.install(
         app,
         patches=[
@@ -113,7 +119,21 @@ def finish(app: FastAPI, settings: Settings) -> None:
     )
 
     def outside_routes(scope: Scope, exc: Exception) -> Response:
+        if pages is not None and wants_page(scope, route_path(scope)):
+            return pages(scope, exc)
         return contracts.outside_routes(renderers, scope, exc)
+
+    if pages is not None:
+        shown_as_pages = pages
+
+        async def routing_error(request: Request, exc: Exception) -> Response:
+            # An unknown path or a method the path does not take: routing's errors.
+            if wants_page(request.scope, route_path(request.scope)):
+                return shown_as_pages(request.scope, exc)
+            return errors.answer(request, exc)
+
+        for kind in (MaskmailError, RequestValidationError, StarletteHTTPException, Exception):
+            app.add_exception_handler(kind, routing_error)
 
     app.add_middleware(
         Front,

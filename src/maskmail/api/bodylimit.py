@@ -1,19 +1,19 @@
 """Refuse request bodies over a size limit, in the error body of the route asked for.
 
-Starlette's RequestBodyLimitMiddleware answers in plain text; our clients parse JSON.
+Starlette's RequestBodyLimitMiddleware answers in plain text; our clients parse JSON, and
+a browser posting a dashboard form gets a page (``http_shared/problems.wants_page``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from starlette.exceptions import HTTPException
-from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from maskmail.http_shared.problems import ScopeAnswer
+
+Answer = ScopeAnswer
+
 MESSAGE = "the request body is too large"
-# The answer to an error no route answered, in the body format of the route asked for.
-Answer = Callable[[Scope, Exception], Response]
 
 
 class BodyTooLarge(HTTPException):

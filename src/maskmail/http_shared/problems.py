@@ -4,7 +4,9 @@
 logging. Each door renders its result in its own shape: the API as the SPEC's JSON body
 (api/errors.py), the compatibility routes as their service's body (api/contracts.py), the
 dashboard as a page (web/error_pages.py); ``answering_route`` gives a router's routes
-their shape. It sits below the doors so that neither imports the other for it.
+their shape, and ``wants_page`` decides the shape of an error no route answered (an
+unknown path, a 405, a body over the limit). It sits below the doors so that neither
+imports the other for it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
 
 from maskmail.core import errors
 from maskmail.core.text import NO_CONTROL_CHARACTERS, NO_NUL
@@ -149,7 +152,31 @@ def _pattern_message(pattern: str) -> str:
     return f"must match the pattern {pattern}"
 
 
+# The JSON side of the app: the SPEC's routes and the compatibility contracts. Every
+# error under these prefixes is the JSON its contract gives, whoever asks.
+API_PREFIXES = ("/v3/", "/api/")
+
+
+def wants_page(scope: Scope, path: str) -> bool:
+    """Whether an error that no route answered is a page of the dashboard rather than
+    JSON: ``path`` (as routing sees it) is outside the API's prefixes and a browser asked
+    (its Accept names HTML, as every navigation and form post does, or htmx asked).
+
+    By the request, not by the path alone: the dashboard's paths share the root with the
+    probes and the metrics, and an unknown path belongs to no one, so a script that asks
+    for one still gets JSON.
+    """
+    if path.startswith(API_PREFIXES) or path.rstrip("/") in {"/v3", "/api"}:
+        return False
+    for name, value in scope["headers"]:
+        if name == b"hx-request" or (name == b"accept" and b"text/html" in value):
+            return True
+    return False
+
+
 Answer = Callable[[Request, Exception], Response]
+# The answer to an error no route answered, from the request's scope.
+ScopeAnswer = Callable[[Scope, Exception], Response]
 # Where FastAPI keeps the exit stack of a request's function-scoped dependencies.
 _FUNCTION_STACK = "fastapi_function_astack"
 

@@ -1,11 +1,12 @@
 """Every error a dashboard page raises, answered as a page of the dashboard.
 
-The shape of an error's answer is chosen by the route it was raised on, not by its path:
-each dashboard router is made with ``route_class=PageRoute`` (the compatibility routes
-do the same with their own class, api/contracts.py). The route knows it is a page with
-certainty, whereas the dashboard's paths share the root with the API's and cannot be
-told apart by a prefix. Errors of the API's routes, and errors raised before any route
-(an unknown path, a body over the limit), keep the API's JSON.
+The shape of an error's answer is chosen by the route it was raised on: each dashboard
+router is made with ``route_class=PageRoute`` (the compatibility routes do the same with
+their own class, api/contracts.py), so whatever a page raises is a page. An error raised
+before any route (an unknown path, a method the path does not take, a body over the
+limit) has no route to ask: ``outside_routes`` answers it as a page when the one rule
+(``http_shared/problems.wants_page``) says a browser asked outside the API's paths; the
+API's paths keep the JSON of their contract.
 
 Status, message and headers (Retry-After for an outage) come from the one mapping
 (maskmail/http_shared/problems.py); only what a signed-in person acts on differs: a cross-site
@@ -15,7 +16,9 @@ form is refused, a missing session is sent to sign in, another user's thing is t
 from __future__ import annotations
 
 from fastapi import Request
+from starlette.exceptions import HTTPException
 from starlette.responses import HTMLResponse, Response
+from starlette.types import Scope
 
 from maskmail.http_shared.problems import answering_route, problem
 from maskmail.web import csrf
@@ -48,3 +51,12 @@ def answer(request: Request, exc: Exception) -> Response:
 
 # A dashboard route: whatever its dependencies or its endpoint raise is a page.
 PageRoute = answering_route(answer)
+
+
+def outside_routes(scope: Scope, exc: Exception) -> Response:
+    """An error no route answered, as a page; the composition (maskmail/app.py) hands
+    this to the API's middleware and routing for the requests ``wants_page`` gives us."""
+    request = Request(scope)
+    if isinstance(exc, HTTPException) and exc.status_code == 404:
+        return error_page(request, 404, "There is no such page.")
+    return answer(request, exc)

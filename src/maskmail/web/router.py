@@ -1,7 +1,7 @@
 """Every dashboard page and the dashboard's own files, for maskmail/app.py to mount.
 
-Each page's router answers its own errors as pages (web/error_pages.py), so nothing is
-installed on the app for them.
+Each page's router answers its own errors as pages (web/error_pages.py); the errors no
+route answers are handed to ``outside_routes`` by the composition (maskmail/app.py).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 
 from maskmail.web import assets
+from maskmail.web.error_pages import outside_routes
 from maskmail.web.pages import (
     activity,
     address,
@@ -22,6 +23,8 @@ from maskmail.web.pages import (
     signin,
     subdomain,
 )
+
+__all__ = ["install", "outside_routes", "router"]
 
 router = APIRouter(include_in_schema=False)
 for pages in (
