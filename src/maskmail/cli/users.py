@@ -46,14 +46,16 @@ def user_password(email: str) -> None:
     out every session of the user."""
     from maskmail.core import passwords
     from maskmail.core.addresses import normalize_mailbox
-    from maskmail.store import accounts, sessions
+    from maskmail.services.accounts import set_password
+    from maskmail.store import accounts
 
     mailbox = normalize_mailbox(email)
-    hashed = passwords.hash_password(_read_password())
+    # Checked before the database is opened, so that a weak password costs no connection.
+    password = passwords.check(_read_password())
 
     async def work(conn: AsyncConnection) -> None:
         user_id = await accounts.user_id_for_email(conn, mailbox)
-        await sessions.set_password(conn, user_id, hashed)
+        await set_password(conn, user_id, password)
 
     in_transaction(settings(), work)
     done(f"set the password of {mailbox} and signed out their sessions")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from maskmail.core import passwords
 from maskmail.http_shared.connection import Conn
+from maskmail.services import accounts
 from maskmail.store import sessions
 from maskmail.web import throttle
 from maskmail.web.error_pages import PageRoute
@@ -40,10 +39,8 @@ async def change_password(request: Request, conn: Conn) -> Response:
         error = "The two new passwords differ."
     else:
         try:
-            hashed = await asyncio.to_thread(passwords.hash_password, new)
+            await accounts.set_password(conn, viewer.user_id, new, keep=viewer.token_hash)
         except passwords.WeakPassword as exc:
             error = exc.message.capitalize() + "."
-        else:
-            await sessions.set_password(conn, viewer.user_id, hashed, keep=viewer.token_hash)
     status = 422 if error else 200
     return page(request, "password.html", viewer, error=error, done=not error, status=status)
