@@ -123,6 +123,7 @@ async def test_a_prefetched_link_does_not_verify_the_button_does(
 
 async def test_the_page_escapes_what_the_link_carries(api: httpx.AsyncClient) -> None:
     page = await api.get(f"{MAILBOXES}/verify", params={"token": '"><script>x</script>'})
-    assert page.status_code == 200 and "<script" not in page.text
+    # The layout loads its own scripts; the token's never becomes one.
+    assert page.status_code == 200 and "<script>x" not in page.text
     assert 'action="verify?token=%22%3E%3Cscript%3Ex%3C%2Fscript%3E"' in page.text
     assert page.headers["cache-control"] == "no-store"

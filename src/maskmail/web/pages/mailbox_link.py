@@ -18,31 +18,34 @@ from maskmail.http_shared.connection import Conn
 from maskmail.http_shared.forwarded import client_host
 from maskmail.http_shared.public_url import VERIFY_PAGE
 from maskmail.services.mailboxes import verify_by_link
-from maskmail.web.render import env
+from maskmail.web.render import page
 
 PageErrors = Callable[..., dict[int | str, dict[str, Any]]]
 # The link's page and its button: whoever reads the mailbox has the token, not a key.
 NO_KEY: dict[str, Any] = {"security": []}
-# No cache keeps the page, and with the token in its address, no Referer carries it.
-_HEADERS = {"Cache-Control": "no-store"}
+# With the token in its address, no Referer carries it (no cache keeps a dashboard page),
+# and no search engine lists it.
+_HEADERS = {"Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex"}
 
 Token = Annotated[str, Query(max_length=128)]
 
 
-def _page(*, action: str = "", email: str | None = None) -> Response:
-    html = env.get_template("mailbox_link.html").render(action=action, email=email)
-    return HTMLResponse(html, headers=_HEADERS)
+def _page(request: Request, *, action: str = "", email: str | None = None) -> Response:
+    """A page of the dashboard's layout, seen by no one signed in."""
+    answer = page(request, "mailbox_link.html", None, action=action, email=email)
+    answer.headers.update(_HEADERS)
+    return answer
 
 
 async def show_verify_page(request: Request, token: Token) -> Response:
     await request.app.state.limiter.hit(f"anon:{client_host(request)}")
-    return _page(action="verify?" + urlencode({"token": token}))
+    return _page(request, action="verify?" + urlencode({"token": token}))
 
 
 async def verify_mailbox_link(request: Request, conn: Conn, token: Token) -> Response:
     await request.app.state.limiter.hit(f"anon:{client_host(request)}")
     mailbox = await verify_by_link(conn, token)
-    return _page(email=mailbox.email)
+    return _page(request, email=mailbox.email)
 
 
 def routes(page_errors: PageErrors) -> APIRouter:
