@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.core import addresses as rules
 from maskmail.core.errors import AddressTaken, InvalidAddress, UserNotFound
 from maskmail.core.mailboxes import new_proof
-from maskmail.store import accounts, mailboxes, sessions, subdomains
+from maskmail.store import accounts, address_counts, mailboxes, sessions, subdomains
 from maskmail.store import addresses as store
 from maskmail.store.driver import driver_of
 from maskmail.store.mailflow import reverse_alias
@@ -46,6 +46,14 @@ async def test_list_counts_each_users_addresses(conn: AsyncConnection) -> None:
     await _account(conn, "bob@example.com")
     listed = {user.email: user.addresses for user in await list_users(conn)}
     assert listed["ann@example.com"] == 2 and listed["bob@example.com"] == 0
+
+
+async def test_list_counts_as_the_limits_do_after_a_delete(conn: AsyncConnection) -> None:
+    user_id = await _account(conn, "dee@example.com", "dddddd", "eeeeee")
+    first, _ = await store.list_addresses(conn, user_id)
+    await store.delete_address(conn, user_id, first.id)
+    listed = {user.email: user.addresses for user in await list_users(conn)}
+    assert listed["dee@example.com"] == 1 == await address_counts.total(conn, user_id)
 
 
 async def test_export_holds_addresses_counters_contacts_settings_not_keys(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
@@ -13,6 +13,7 @@ from maskmail.core.errors import UserNotFound
 from maskmail.store import accounts, mailboxes, tombstones
 from maskmail.store import subdomains as relay_subdomains
 from maskmail.store.accounts import user_id_for_email
+from maskmail.store.address_counts import total_of
 from maskmail.store.addresses import list_addresses
 from maskmail.store.tables import (
     addresses,
@@ -30,13 +31,9 @@ class UserSummary:
 
 
 async def list_users(conn: AsyncConnection) -> list[UserSummary]:
-    """Every user with the number of addresses they have now, oldest user first."""
-    counted = (
-        select(users.c.email, users.c.created_time, func.count(addresses.c.id))
-        .select_from(users.outerjoin(addresses, addresses.c.user_id == users.c.id))
-        .group_by(users.c.id, users.c.email, users.c.created_time)
-        .order_by(users.c.id)
-    )
+    """Every user with the number of addresses they have now, oldest user first: the
+    total every limit checks (``store/address_counts.py``, exact within a transaction)."""
+    counted = select(users.c.email, users.c.created_time, total_of(users.c.id)).order_by(users.c.id)
     rows = (await conn.execute(counted)).all()
     return [UserSummary(str(row[0]), int(row[1]), int(row[2])) for row in rows]
 
