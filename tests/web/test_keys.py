@@ -107,3 +107,47 @@ async def test_the_guides_screenshots_exist_and_are_served_here(
         assert served.status_code == 200, src
         assert served.headers["content-type"] == "image/png"
         assert served.content.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+async def test_a_key_is_made_under_its_trimmed_name_and_listed_by_it(
+    sign_in: SignIn, app: FastAPI
+) -> None:
+    wes = await sign_in("wes@example.com")
+    created = await wes.post("/keys", {"name": "  Bitwarden <laptop>  "})
+    assert created.status_code == 200 and 'id="new-key">mm_live_' in created.text
+    again = await wes.post("/keys", {"name": "Bitwarden <laptop>"})
+    assert again.status_code == 200  # two keys may share a name
+    listing = (await wes.client.get("/keys")).text
+    assert listing.count("<td>Bitwarden &lt;laptop&gt;</td>") == 2
+    assert 'aria-label="Revoke Bitwarden &lt;laptop&gt;"' in listing
+    unnamed = await wes.post("/keys", {"name": "   "})
+    assert unnamed.status_code == 200 and "<td>(no name)</td>" in unnamed.text
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("x" * 65, "The key&#39;s name may have at most 64 characters."),
+        ("two\nlines", "The key&#39;s name may not contain control characters"),
+        ("tab\there", "The key&#39;s name may not contain control characters"),
+        ("nul\x00", "The key&#39;s name may not contain the NUL character."),
+    ],
+)
+async def test_a_name_that_breaks_the_rules_makes_no_key(
+    sign_in: SignIn, name: str, reason: str
+) -> None:
+    xia = await sign_in("xia@example.com")
+    refused = await xia.post("/keys", {"name": name})
+    assert refused.status_code == 422 and reason in refused.text
+    assert 'id="new-key"' not in refused.text and "No keys yet." in refused.text
+
+
+async def test_a_revoked_or_unknown_key_id_is_a_404_page(sign_in: SignIn) -> None:
+    yan = await sign_in("yan@example.com")
+    await yan.post("/keys", {"name": "once"})
+    key_id = re.search(r'action="/keys/(\d+)/revoke"', (await yan.client.get("/keys")).text)
+    assert key_id is not None
+    assert (await yan.post(f"/keys/{key_id.group(1)}/revoke")).status_code == 303
+    for wanted in (key_id.group(1), "99999999", "0", "x"):
+        answer = await yan.post(f"/keys/{wanted}/revoke")
+        assert answer.status_code == 404 and "There is no such page." in answer.text

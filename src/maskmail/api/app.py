@@ -28,6 +28,7 @@ from maskmail.api.routes import (
     compat_simplelogin,
     contacts,
     domains,
+    keys,
     mailboxes,
     subdomains,
 )
@@ -87,6 +88,7 @@ def new_app(settings: Settings, lifespan: Lifespan) -> FastAPI:
     app.include_router(compat_simplelogin.router)
     app.include_router(subdomains.router)
     app.include_router(domains.router)
+    app.include_router(keys.router)
     return app
 
 

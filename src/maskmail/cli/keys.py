@@ -16,16 +16,25 @@ dkim_app = typer.Typer(help="DKIM signing of forwarded mail.", no_args_is_help=T
 
 
 @app.command("create")
-def key_create(email: str) -> None:
+def key_create(
+    email: str,
+    name: Annotated[
+        str,
+        typer.Option(help="A name to tell the key apart by (at most 64 characters, one line)."),
+    ] = "",
+) -> None:
     """Print a new API key for the user with EMAIL; it is shown only this once."""
     from maskmail.core.addresses import normalize_mailbox
+    from maskmail.services import api_keys
     from maskmail.store import accounts
 
     mailbox = normalize_mailbox(email)
+    # Checked before the database is opened: a bad name costs no connection.
+    api_keys.key_name(name)
 
     async def work(conn: AsyncConnection) -> str:
         user_id = await accounts.user_id_for_email(conn, mailbox)
-        return await accounts.create_key(conn, user_id)
+        return await api_keys.create(conn, user_id, name)
 
     # The key alone on stdout, for KEY=$(maskmail key create ...).
     typer.echo(in_transaction(settings(), work))

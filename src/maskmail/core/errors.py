@@ -3,7 +3,8 @@
     MaskmailError
      ├── InvalidAddress      an address or field that breaks a rule
      ├── AddressNotFound     unknown, deleted, or another owner's
-     │    └── MailboxNotFound      the same, for a mailbox
+     │    ├── MailboxNotFound      the same, for a mailbox
+     │    └── KeyNotFound          the same, for an API key (revoked ones too)
      ├── AddressTaken        a unique value that already exists (retried by the store)
      ├── LimitReached        the owner is at the address limit
      │    ├── SubdomainLimitReached  the owner already has a subdomain
@@ -70,6 +71,10 @@ class DomainLimitReached(LimitReached):
 
 class MailboxNotFound(AddressNotFound):
     pass
+
+
+class KeyNotFound(AddressNotFound):
+    """No live API key of the caller's with that id: unknown, revoked or another's."""
 
 
 class Unauthorized(MaskmailError):

@@ -39,6 +39,8 @@ class KeyInfo:
     prefix: str
     created_time: int
     last_used_time: int | None
+    # Its owner's name for it; None when none was given.
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,22 +143,30 @@ async def count_users(conn: AsyncConnection) -> int:
 
 
 async def add_key(
-    conn: AsyncConnection, user_id: int, key_hash: str, prefix: str | None = None
+    conn: AsyncConnection,
+    user_id: int,
+    key_hash: str,
+    prefix: str | None = None,
+    *,
+    name: str | None = None,
 ) -> int:
-    """Store a key by its hash; ``prefix`` labels it in the owner's list of keys."""
+    """Store a key by its hash; ``prefix`` and ``name`` (checked by the caller:
+    ``services/api_keys.py``) label it in the owner's list of keys."""
     result = await conn.execute(
         insert(api_keys)
-        .values(user_id=user_id, key_hash=key_hash, key_prefix=prefix, created_time=now())
+        .values(
+            user_id=user_id, key_hash=key_hash, key_prefix=prefix, name=name, created_time=now()
+        )
         .returning(api_keys.c.id)
     )
     return int(result.scalar_one())
 
 
-async def create_key(conn: AsyncConnection, user_id: int) -> str:
-    """A new key for the user, labelled with its prefix; the plaintext is returned once
-    and never stored."""
+async def create_key(conn: AsyncConnection, user_id: int, *, name: str | None = None) -> str:
+    """A new key for the user, labelled with its prefix and ``name``; the plaintext is
+    returned once and never stored."""
     key = keys.generate_key()
-    await add_key(conn, user_id, keys.hash_key(key), key[:PREFIX_LENGTH])
+    await add_key(conn, user_id, keys.hash_key(key), key[:PREFIX_LENGTH], name=name)
     return key
 
 
@@ -164,13 +174,19 @@ async def live_keys(conn: AsyncConnection, user_id: int) -> list[KeyInfo]:
     """The user's keys that are not revoked, newest first."""
     rows = await conn.execute(
         select(
-            api_keys.c.id, api_keys.c.key_prefix, api_keys.c.created_time, api_keys.c.last_used_time
+            api_keys.c.id,
+            api_keys.c.key_prefix,
+            api_keys.c.created_time,
+            api_keys.c.last_used_time,
+            api_keys.c.name,
         )
         .where(api_keys.c.user_id == user_id, api_keys.c.revoked_time.is_(None))
         .order_by(api_keys.c.id.desc())
     )
     return [
-        KeyInfo(int(r[0]), r[1] or keys.PREFIX, int(r[2]), None if r[3] is None else int(r[3]))
+        KeyInfo(
+            int(r[0]), r[1] or keys.PREFIX, int(r[2]), None if r[3] is None else int(r[3]), r[4]
+        )
         for r in rows
     ]
 

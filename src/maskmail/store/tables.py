@@ -63,6 +63,8 @@ api_keys = Table(
     Column("last_used_time", BigInteger, nullable=True),
     # The key's first characters, shown to tell keys apart (null: made before 0006).
     Column("key_prefix", String(16), nullable=True),
+    # Its owner's name for it (null: none given, or made before 0019).
+    Column("name", String(64), nullable=True),
     sqlite_autoincrement=True,
 )
 

@@ -1,0 +1,27 @@
+"""API keys get a name, given by their owner when a key is made (the dashboard's keys
+page, ``maskmail key create --name``), to tell keys apart in the list. Keys made before
+this revision have none.
+
+Revision ID: 0019
+Revises: 0014
+Create Date: 2026-11-27
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0019"
+down_revision: str | None = "0014"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.add_column("api_keys", sa.Column("name", sa.String(64), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("api_keys") as batch:
+        batch.drop_column("name")
