@@ -23,5 +23,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("api_keys") as batch:
-        batch.drop_column("name")
+    # SQLite drops the column in place (no batch copy of the table), so api_keys keeps
+    # the AUTOINCREMENT that 0013 gave it, and 0013's downgrade finds its CREATE as made.
+    op.drop_column("api_keys", "name")
