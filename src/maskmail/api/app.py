@@ -16,6 +16,7 @@ from maskmail.api import allow, contracts, docs, errors, health
 from maskmail.api.bodylimit import BodyLimit
 from maskmail.api.front import Front
 from maskmail.api.hot import HotRoutes
+from maskmail.api.key_use import KeyUses
 from maskmail.api.metrics import RequestTimes
 from maskmail.api.metrics import router as metrics_router
 from maskmail.api.proxy import Paths
@@ -115,8 +116,11 @@ def finish(app: FastAPI, settings: Settings) -> None:
     def outside_routes(scope: Scope, exc: Exception) -> Response:
         return contracts.outside_routes(renderers, scope, exc)
 
+    # Started and stopped by the lifespan (maskmail/app.py).
+    app.state.key_uses = KeyUses()
     app.add_middleware(
         Front,
+        key_uses=app.state.key_uses,
         paths=Paths(settings),
         body_limit=BodyLimit(settings.max_body_bytes, answer=outside_routes),
         answer=outside_routes,
