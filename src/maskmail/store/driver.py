@@ -71,7 +71,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util import greenlet_spawn
 
 from maskmail.core.errors import MaskmailError
-from maskmail.store.engine import is_outage, is_refusal, unavailable_on_outage
+from maskmail.store.engine import is_outage, is_refusal, unavailable, unavailable_on_outage
 from maskmail.store.sqlite_inline import Connection as InlineSqlite
 
 Row = Sequence[Any]
@@ -431,7 +431,9 @@ class DriverPool:
     async def run(self, script: Script[T], mode: Mode = READ, *, bulk: bool = False) -> T:
         """``script`` on a connection of the pool, as one transaction of ``mode`` (the
         module's docstring): checkout, statements, commit and give-back in one call."""
-        with unavailable_on_outage():
+        # The outage mapping of unavailable_on_outage, written out: this is every hot
+        # request's path, and a context manager per call cost a visible share of it.
+        try:
             taken = await self._take()
             conn = taken[2]
             try:
@@ -456,6 +458,11 @@ class DriverPool:
                 raise
             await self._give_back(taken)
             return result
+        except Exception as exc:
+            found = unavailable(exc)
+            if found is exc:
+                raise
+            raise found from exc
 
     @asynccontextmanager
     async def __call__(self) -> AsyncIterator[Driver]:
