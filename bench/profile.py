@@ -1,6 +1,7 @@
 """Where a maskmail server spends its time under the benchmark's load (py-spy, sampled).
 
-    .venv/bin/python -m bench.profile sqlite page [--seconds 8] [--py-spy PATH]
+    .venv/bin/python -m bench.profile sqlite page [--seconds 8] [--py-spy PATH] [--top N]
+        [--keep FILE]
 
 Seeds the benchmark's accounts in a fresh database, starts ``maskmail serve`` with one
 worker, drives one endpoint with wrk at 50 connections and samples the server with
@@ -70,6 +71,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("endpoint", choices=[e.name for e in ENDPOINTS])
     p.add_argument("--seconds", type=int, default=8)
     p.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
+    p.add_argument("--top", type=int, default=40, help="functions listed inclusive")
+    p.add_argument("--keep", type=Path, help="copy the raw samples here")
     args = p.parse_args(argv)
     endpoint = next(e for e in ENDPOINTS if e.name == args.endpoint)
     with tempfile.TemporaryDirectory(prefix="maskmail-profile-") as tmp:
@@ -101,7 +104,9 @@ def main(argv: list[str]) -> int:
             finally:
                 server.stop()
             print(f"{args.backend} {args.endpoint}: {figures.rps:,.0f} req/s while sampled")
-            print("\n".join(summarise(out)))
+            if args.keep:
+                shutil.copyfile(out, args.keep)
+            print("\n".join(summarise(out, args.top)))
     return 0
 
 

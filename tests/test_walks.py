@@ -147,12 +147,6 @@ async def walk_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 22 item 7: on main the list request returns to store.driver and "
-    "store.sqlite_inline 5 times each, core.paging 3, api.hot 2",
-)
 async def test_list_request_returns_to_a_module_at_most_once(
     database_url: str, walk_engine: AsyncEngine
 ) -> None:

@@ -64,11 +64,13 @@ def create_app(
         app.state.memo = Memo()
         app.state.code_limiter = Limiter(MAILBOX_CODE_RATE, settings.redis_url)
         app.state.outbound = outbound
+        app.state.key_uses.start(drivers)
         on_started()
         try:
             yield
         finally:
             app.state.memo.clear()
+            await app.state.key_uses.close()
             await drivers.close()
             await app.state.limiter.close()
             await app.state.signin_limiter.close()

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -13,8 +12,8 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.api.bodylimit import MESSAGE
-from maskmail.store.driver import Checkout, Driver, Row, Statement
 from tests.api.conftest import BASE, Caller
+from tests.api.noting import NotedPool, Sent
 
 pytestmark = pytest.mark.anyio
 
@@ -72,41 +71,18 @@ async def test_docs_are_served(client: httpx.AsyncClient) -> None:
     assert "/v3/relay/addresses/{address_id}" in schema["paths"]
 
 
-def _counting(source: Checkout, sent: list[str]) -> Checkout:
-    """``source``, noting every statement sent to the driver."""
-
-    @asynccontextmanager
-    async def counted() -> AsyncIterator[Driver]:
-        async with source() as raw:
-            rows, bulk_rows = raw.rows, raw.bulk_rows
-
-            async def noted(statement: Statement, *args: Any) -> Sequence[Row]:
-                sent.append(statement.sqlite)
-                return await rows(statement, *args)
-
-            async def noted_bulk(statement: Statement, *args: Any) -> Sequence[Row]:
-                sent.append(statement.sqlite)
-                return await bulk_rows(statement, *args)
-
-            raw.rows = noted  # type: ignore[method-assign]
-            raw.bulk_rows = noted_bulk  # type: ignore[method-assign]
-            yield raw
-
-    return counted
-
-
 async def test_a_page_costs_one_statement_whatever_its_size(
     client: httpx.AsyncClient, alice: Caller, app: FastAPI
 ) -> None:
     engine: AsyncEngine = app.state.engine
     for _ in range(30):
         await client.post(BASE, headers=alice.headers)
-    statements: list[str] = []
+    statements: Sent = []
 
     def count(*args: Any) -> None:
-        statements.append(args[2])
+        statements.append((args[2], ()))
 
-    app.state.drivers = _counting(app.state.drivers, statements)
+    app.state.drivers = NotedPool(app.state.drivers, statements)
     event.listen(engine.sync_engine, "before_cursor_execute", count)
     try:
         costs = []
@@ -114,7 +90,7 @@ async def test_a_page_costs_one_statement_whatever_its_size(
             statements.clear()
             response = await client.get(f"{BASE}?{query}", headers=alice.headers)
             assert response.status_code == 200
-            costs.append(len([s for s in statements if "SAVEPOINT" not in s.upper()]))
+            costs.append(len([s for s, _ in statements if "SAVEPOINT" not in s.upper()]))
     finally:
         event.remove(engine.sync_engine, "before_cursor_execute", count)
     # Key check, count and rows in one statement, for any page; a list shorter than a

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from prometheus_client import REGISTRY
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from maskmail.api.key_use import KeyUses
+from maskmail.core.errors import StoreUnavailable
+from maskmail.store.driver import DriverPool
 from maskmail.store.engine import transaction
 from maskmail.store.tables import api_keys
 from tests.api.conftest import BASE, Caller, ClientFactory
@@ -41,20 +45,48 @@ async def test_every_answer_varies_by_origin(client: httpx.AsyncClient, alice: C
 
 
 async def test_a_key_is_marked_used_once_a_minute_and_only_on_success(
-    client: httpx.AsyncClient, alice: Caller, bob: Caller, clean: AsyncEngine
+    app: FastAPI, client: httpx.AsyncClient, alice: Caller, bob: Caller, clean: AsyncEngine
 ) -> None:
+    key_uses: KeyUses = app.state.key_uses
     assert await last_used(clean, alice.user_id) is None
     assert (await client.post(BASE, headers=alice.headers)).status_code == 200
+    # Noted, and written off the request path.
+    assert await last_used(clean, alice.user_id) is None
+    await key_uses.write()
     first = await last_used(clean, alice.user_id)
     assert first is not None
     # Within the minute, another success writes nothing.
     await forget_use(clean, alice.user_id)
     assert (await client.get(BASE, headers=alice.headers)).status_code == 200
+    await key_uses.write()
     assert await last_used(clean, alice.user_id) is None
     # A refused request is no use of the key it named.
     refused = await client.get(f"{BASE}/999999", headers=bob.headers)
     assert refused.status_code == 404
+    await key_uses.write()
     assert await last_used(clean, bob.user_id) is None
+
+
+async def test_a_use_not_written_for_an_outage_is_written_on_the_next_try(
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    alice: Caller,
+    clean: AsyncEngine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key_uses: KeyUses = app.state.key_uses
+    assert (await client.get(BASE, headers=alice.headers)).status_code == 200
+    drivers: DriverPool = app.state.drivers
+
+    async def unavailable(*_: object, **__: object) -> None:
+        raise StoreUnavailable("down")
+
+    monkeypatch.setattr(drivers, "run", unavailable)
+    await key_uses.write()
+    monkeypatch.undo()
+    assert await last_used(clean, alice.user_id) is None
+    await key_uses.write()
+    assert await last_used(clean, alice.user_id) is not None
 
 
 async def test_a_key_used_under_a_path_prefix_is_marked_used(
@@ -63,6 +95,7 @@ async def test_a_key_used_under_a_path_prefix_is_marked_used(
     async with reconfigured(root_path="/relay") as client:
         response = await client.get(f"/relay{BASE}", headers=alice.headers)
     assert response.status_code == 200
+    # Written when the app stopped.
     assert await last_used(clean, alice.user_id) is not None
 
 

@@ -9,8 +9,6 @@ it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -20,32 +18,10 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.core.keys import hash_key
-from maskmail.store.driver import Checkout, Driver, Row, Statement
 from tests.api.conftest import BASE, Caller
+from tests.api.noting import NotedPool, Sent
 
 pytestmark = pytest.mark.anyio
-Sent = list[tuple[str, tuple[Any, ...]]]
-
-
-def _noting(drivers: Checkout, sent: Sent) -> Checkout:
-    @asynccontextmanager
-    async def noted() -> AsyncIterator[Driver]:
-        async with drivers() as driver:
-            rows, bulk_rows = driver.rows, driver.bulk_rows
-
-            async def note(statement: Statement, *args: Any) -> Sequence[Row]:
-                sent.append((statement.sqlite, args))
-                return await rows(statement, *args)
-
-            async def note_bulk(statement: Statement, *args: Any) -> Sequence[Row]:
-                sent.append((statement.sqlite, args))
-                return await bulk_rows(statement, *args)
-
-            driver.rows = note  # type: ignore[method-assign]
-            driver.bulk_rows = note_bulk  # type: ignore[method-assign]
-            yield driver
-
-    return noted
 
 
 def _flat(args: Any) -> list[str]:
@@ -82,7 +58,7 @@ async def test_a_wrong_keys_lookup_does_not_depend_on_the_key(
         "all but the last": real[:-1] + ("x" if real[-1] != "x" else "y"),
     }
     sent: Sent = []
-    app.state.drivers = _noting(app.state.drivers, sent)
+    app.state.drivers = NotedPool(app.state.drivers, sent)
 
     def note(_conn: Any, _cursor: Any, statement: str, params: Any, *rest: Any) -> None:
         if "SAVEPOINT" not in statement.upper():

@@ -48,3 +48,11 @@ def test_any_text_gives_a_usable_page(page: str, size: str, max_size: int) -> No
     request = paging.page_request(page, size, max_size)
     assert request.page >= 1
     assert 1 <= request.size <= max_size
+
+
+def test_a_list_query_asks_for_a_page_only_with_paging_1() -> None:
+    assert paging.requested_page({"page": "2", "size": "5"}, 100) is None
+    assert paging.requested_page({"paging": "0", "page": "2"}, 100) is None
+    wanted = paging.requested_page({"paging": "1", "page": "3", "size": "500"}, 100)
+    assert wanted == paging.PageRequest(page=3, size=100)
+    assert wanted is not None and wanted.offset == 200

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from maskmail.core import keys
 from maskmail.store import accounts, address_counts, listing
 from maskmail.store import addresses as store
-from maskmail.store.driver import DriverPool, driver_of
+from maskmail.store.driver import DriverPool, driver_of, run_on
 from maskmail.store.engine import transaction
 from maskmail.store.tables import addresses, users
 
@@ -59,7 +59,7 @@ async def test_every_door_that_adds_or_removes_addresses_is_counted(
     assert await _kept_and_real(conn, user) == (4, 4)
     assert await _kept_and_real(conn, other) == (1, 1)
 
-    page = await listing.page(driver, key_hash, offset=0, limit=2)
+    page = await run_on(driver, listing.page(key_hash, offset=0, limit=2))
     assert page is not None and page.count == 4
 
 

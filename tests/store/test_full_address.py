@@ -16,7 +16,7 @@ from maskmail.core.records import RelayAddress
 from maskmail.store import accounts, listing
 from maskmail.store import addresses as store
 from maskmail.store.address_search import search_addresses
-from maskmail.store.driver import driver_of
+from maskmail.store.driver import driver_of, run_on
 from maskmail.store.tables import addresses
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +44,7 @@ async def test_every_door_writes_the_full_address_as_core_does(conn: AsyncConnec
     wanted = [full_address(a.address, a.domain, a.subdomain) for a in made]
     assert wanted[1].endswith(f"@shopx.{DOMAIN}") and wanted[2].endswith(f"@{DOMAIN}")
     assert [a.full_address for a in made] == wanted
-    page = await listing.page(await driver_of(conn), key_hash, offset=0, limit=10)
+    page = await run_on(await driver_of(conn), listing.page(key_hash, offset=0, limit=10))
     assert page is not None
     assert [item["full_address"] for item in orjson.loads(b"[%b]" % page.items)] == wanted
     assert [alias_json(a)["email"] for a in made] == wanted

@@ -16,7 +16,7 @@ from maskmail.core.errors import AddressTaken, LimitReached
 from maskmail.core.records import PRIVATE_EMAIL_FIELDS, RelayAddress
 from maskmail.store import accounts, listing
 from maskmail.store import addresses as store
-from maskmail.store.driver import driver_of
+from maskmail.store.driver import driver_of, run_on
 from maskmail.store.engine import create_engine
 from maskmail.store.tables import addresses
 from tests.core.test_addresses import pinned
@@ -58,7 +58,7 @@ async def test_database_json_equals_the_api_json_for_every_kind_of_value(
     )
     await conn.execute(update(addresses).where(addresses.c.id == second.id).values(subdomain=""))
     driver = await driver_of(conn)
-    found = await listing.page(driver, key_hash, offset=0, limit=10)
+    found = await run_on(driver, listing.page(key_hash, offset=0, limit=10))
     assert found is not None
     expected = [address_json(r) for r in await _records(conn, user)]
     written = orjson.loads(b"[%b]" % found.items)
@@ -66,7 +66,7 @@ async def test_database_json_equals_the_api_json_for_every_kind_of_value(
     # Every declared field, in the declared order, and the API's schema documents them.
     assert [list(item) for item in written] == [list(PRIVATE_EMAIL_FIELDS)] * 3
     assert tuple(PrivateEmail.model_fields) == PRIVATE_EMAIL_FIELDS
-    chunk = await listing.first_chunk(driver, key_hash, 10)
+    chunk = await run_on(driver, listing.first_chunk(key_hash, 10))
     assert chunk is not None and orjson.loads(b"[%b]" % chunk.items) == expected
     assert expected[0]["full_address"] == f"{first.address}@sub.{DOMAIN}"
     assert expected[1]["full_address"] == f"{second.address}@{DOMAIN}"
@@ -78,10 +78,10 @@ async def test_a_page_counts_all_and_holds_its_slice(conn: AsyncConnection) -> N
     await _owner(conn, "other@example.com", 2)
     ids = [r.id for r in await _records(conn, user)]
     driver = await driver_of(conn)
-    found = await listing.page(driver, key_hash, offset=2, limit=3)
+    found = await run_on(driver, listing.page(key_hash, offset=2, limit=3))
     assert found is not None and found.user_id == user and found.count == 7
     assert [a["id"] for a in orjson.loads(b"[%b]" % found.items)] == ids[2:5]
-    past = await listing.page(driver, key_hash, offset=7, limit=3)
+    past = await run_on(driver, listing.page(key_hash, offset=7, limit=3))
     assert past is not None and past.count == 7 and past.items == b""
 
 
@@ -89,11 +89,11 @@ async def test_chunks_cover_the_list_once_in_order(conn: AsyncConnection) -> Non
     key_hash, user = await _owner(conn, "chunks@example.com", 7)
     ids = [r.id for r in await _records(conn, user)]
     driver = await driver_of(conn)
-    chunk = await listing.first_chunk(driver, key_hash, 3)
+    chunk = await run_on(driver, listing.first_chunk(key_hash, 3))
     assert chunk is not None and chunk.user_id == user
     seen = [a["id"] for a in orjson.loads(b"[%b]" % chunk.items)]
     while chunk.size == 3:
-        chunk = await listing.next_chunk(driver, user, chunk.last_id, 3)
+        chunk = await run_on(driver, listing.next_chunk(user, chunk.last_id, 3))
         seen += [a["id"] for a in orjson.loads(b"[%b]" % chunk.items)] if chunk.size else []
     assert seen == ids
 
@@ -101,18 +101,23 @@ async def test_chunks_cover_the_list_once_in_order(conn: AsyncConnection) -> Non
 async def test_unknown_or_revoked_keys_find_nothing(conn: AsyncConnection) -> None:
     key_hash, _ = await _owner(conn, "revoked@example.com", 1)
     driver = await driver_of(conn)
-    assert await listing.page(driver, keys.hash_key("mm_live_nobody"), offset=0, limit=10) is None
+    assert (
+        await run_on(driver, listing.page(keys.hash_key("mm_live_nobody"), offset=0, limit=10))
+        is None
+    )
     assert await accounts.revoke_key(conn, key_hash)
-    assert await listing.page(driver, key_hash, offset=0, limit=10) is None
-    assert await listing.first_chunk(driver, key_hash, 10) is None
+    assert await run_on(driver, listing.page(key_hash, offset=0, limit=10)) is None
+    assert await run_on(driver, listing.first_chunk(key_hash, 10)) is None
     assert await accounts.owner_for_key(conn, key_hash) is None
 
 
 async def test_an_owner_without_addresses_has_an_empty_list(conn: AsyncConnection) -> None:
     key_hash, user = await _owner(conn, "empty@example.com", 0)
     driver = await driver_of(conn)
-    assert await listing.page(driver, key_hash, offset=0, limit=10) == listing.Page(user, 0, b"")
-    assert await listing.first_chunk(driver, key_hash, 10) == listing.Chunk(user, b"", 0, 0)
+    assert await run_on(driver, listing.page(key_hash, offset=0, limit=10)) == listing.Page(
+        user, 0, b""
+    )
+    assert await run_on(driver, listing.first_chunk(key_hash, 10)) == listing.Chunk(user, b"", 0, 0)
 
 
 async def test_create_for_key_skips_used_addresses_and_refuses_unknown_keys(

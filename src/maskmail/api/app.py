@@ -18,6 +18,7 @@ from maskmail.api import allow, contracts, docs, errors, health
 from maskmail.api.bodylimit import BodyLimit
 from maskmail.api.front import Front
 from maskmail.api.hot import HotRoutes
+from maskmail.api.key_use import KeyUses
 from maskmail.api.metrics import RequestTimes
 from maskmail.api.metrics import router as metrics_router
 from maskmail.api.proxy import Paths, route_path
@@ -137,8 +138,11 @@ def finish(app: FastAPI, settings: Settings, pages: ScopeAnswer | None = None) -
         for kind in (MaskmailError, RequestValidationError, StarletteHTTPException, Exception):
             app.add_exception_handler(kind, routing_error)
 
+    # Started and stopped by the lifespan (maskmail/app.py).
+    app.state.key_uses = KeyUses()
     app.add_middleware(
         Front,
+        key_uses=app.state.key_uses,
         paths=Paths(settings),
         body_limit=BodyLimit(settings.max_body_bytes, answer=outside_routes),
         answer=outside_routes,

@@ -3,11 +3,13 @@
 In order: the request's id for the log lines (``logs.bind``), the path as routing should
 see it (``api/proxy.py``), CORS, the body limit (``api/bodylimit.py``), a JSON body
 whatever its Content-Type on the API's paths (``api/anyjson.py``); after the answer, its
-latency by route template (``api/metrics.py``) and the key's last use
-(``api/key_use.py``). An exception no handler answered becomes the one mapping's 500
-here (``maskmail/http_shared/problems.py``), logged once: Starlette's outermost error middleware
-answers too, but then re-raises, and uvicorn closes a keep-alive connection on an
-exception.
+latency by route template (``api/metrics.py``) and a note of the key's use
+(``api/key_use.py``, written later, off the request path). The path routing sees is
+worked out once, kept in the scope (``api/proxy.ROUTE_PATH``) and read by all of
+them. An exception no handler answered becomes the one mapping's 500 here
+(``maskmail/http_shared/problems.py``), logged once: Starlette's outermost error
+middleware answers too, but then re-raises, and uvicorn closes a keep-alive connection
+on an exception.
 
 Why one layer and not one middleware each: every ASGI layer is a coroutine and a wrapped
 ``send`` per request, and one layer each cost the list route a large part of its
@@ -28,9 +30,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from maskmail import logs
 from maskmail.api.anyjson import WITH_BODY, as_json
 from maskmail.api.bodylimit import Answer, BodyLimit
-from maskmail.api.key_use import KeyUse
+from maskmail.api.key_use import KeyUses
 from maskmail.api.metrics import RequestTimes
-from maskmail.api.proxy import Paths, route_path
+from maskmail.api.proxy import ROUTE_PATH, Paths
 
 # The JSON API (the SPEC's routes and the addy.io and SimpleLogin contracts): its routes
 # authenticate with a key, so a success there means the key is live.
@@ -62,13 +64,14 @@ class Front:
         times: RequestTimes,
         cors: Callable[[ASGIApp], ASGIApp],
         answer: Answer,
+        key_uses: KeyUses,
     ) -> None:
         self.app = app
         self.paths = paths
         self.body_limit = body_limit
         self.times = times
         self.answer = answer
-        self.key_use = KeyUse()
+        self.key_uses = key_uses
         self.cors = cors(self._guarded)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -103,13 +106,13 @@ class Front:
                 await self.answer(scope, exc)(scope, receive, sent)
         finally:
             self.times.observe(scope, status or 500, perf_counter() - started)
-        if route_path(scope).startswith(API_PREFIXES):
-            await self.key_use.answered(scope, status)
+        if scope[ROUTE_PATH].startswith(API_PREFIXES):
+            self.key_uses.answered(scope, status)
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         admitted = await self.body_limit.admit(scope, receive, send)
         if admitted is None:
             return
-        if scope["method"] in WITH_BODY and route_path(scope).startswith(API_PREFIXES):
+        if scope["method"] in WITH_BODY and scope[ROUTE_PATH].startswith(API_PREFIXES):
             scope["headers"] = as_json(scope["headers"])
         await self.app(scope, admitted, send)

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maskmail.api import errors
-from maskmail.api.proxy import route_path
+from maskmail.api.proxy import ROUTE_PATH, route_path
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -31,11 +31,12 @@ class HotRoutes:
         self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        endpoint = (
-            self.routes.get((scope["method"], route_path(scope)))
-            if scope["type"] == "http"
-            else None
-        )
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        # Kept in the scope by api/front.py; worked out here only without it in front.
+        path = scope.get(ROUTE_PATH) or route_path(scope)
+        endpoint = self.routes.get((scope["method"], path))
         if endpoint is None:
             await self.app(scope, receive, send)
             return

@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator
 import orjson
 from starlette.responses import Response, StreamingResponse
 
+from maskmail.api.memo import Link
+from maskmail.core.paging import PageRequest, has_next
 from maskmail.store import listing
-from maskmail.store.driver import Checkout
+from maskmail.store.driver import DriverPool
 
 JSON = "application/json"
 # Addresses per statement of the full listing; a list shorter than this is one statement
@@ -27,7 +29,10 @@ def _array(items: bytes) -> bytes:
     return b"[%b]" % items
 
 
-def page_body(found: listing.Page, following: str | None, previous: str | None) -> Response:
+def page_body(found: listing.Page, want: PageRequest, link: Link) -> Response:
+    """The page wrapper, with the links to the pages before and after this one."""
+    following = link(want.page + 1) if has_next(want, found.count) else None
+    previous = link(want.page - 1) if want.page > 1 else None
     body = b'{"count":%d,"next":%b,"previous":%b,"results":%b}' % (
         found.count,
         orjson.dumps(following),
@@ -37,22 +42,23 @@ def page_body(found: listing.Page, following: str | None, previous: str | None) 
     return Response(body, media_type=JSON)
 
 
-def full_body(first: listing.Chunk, drivers: Checkout) -> Response:
+def full_body(first: listing.Chunk, drivers: DriverPool) -> Response:
     """All addresses, oldest first: one body when they fit in a chunk, else a stream."""
     if first.size < CHUNK:
         return Response(_array(first.items), media_type=JSON)
     return StreamingResponse(_stream(drivers, first), media_type=JSON)
 
 
-async def _stream(drivers: Checkout, first: listing.Chunk) -> AsyncIterator[bytes]:
+async def _stream(drivers: DriverPool, first: listing.Chunk) -> AsyncIterator[bytes]:
     """Each chunk is its own statement on a connection held only while it runs, so a slow
     client holds no connection; an address created meanwhile appears if it is newer than
     the last one sent (ids only grow), and none appears twice."""
     yield b"[" + first.items
     chunk = first
     while chunk.size == CHUNK:
-        async with drivers() as driver:
-            chunk = await listing.next_chunk(driver, chunk.user_id, chunk.last_id, CHUNK)
+        chunk = await drivers.run(
+            listing.next_chunk(chunk.user_id, chunk.last_id, CHUNK), bulk=True
+        )
         if chunk.size:
             yield b"," + chunk.items
     yield b"]"

@@ -11,7 +11,7 @@ from starlette.types import Scope
 
 from maskmail import metrics
 from maskmail.api.errors import render
-from maskmail.api.proxy import route_path
+from maskmail.api.proxy import ROUTE_PATH
 from maskmail.config import Settings
 from maskmail.http_shared.forwarded import Network, client_address, ip_of
 from maskmail.http_shared.problems import Problem
@@ -38,7 +38,7 @@ class RequestTimes:
         # The template without convertors: ``{address_id}``, not ``{address_id:int}``.
         template = getattr(route, "path_format", None)
         if template is None:
-            path = route_path(scope)
+            path = scope[ROUTE_PATH]
             template = path if path in self.fixed else "unmatched"
         method = scope["method"] if scope["method"] in METHODS else "other"
         key = (method, template, status)

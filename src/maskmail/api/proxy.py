@@ -1,4 +1,5 @@
-"""Paths as clients and reverse proxies send them: repeated slashes and path prefixes."""
+"""Paths as clients and reverse proxies send them: repeated slashes and path prefixes,
+and the path routing sees, worked out once per request."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def _trailing_slash(path: str) -> bool:
     return len(path) > 1 and path.endswith("/")
+
+
+# Where ``Paths.rewrite`` keeps the route path for the rest of the request: worked out
+# once, read by the hot routes, the metrics and the key's last use.
+ROUTE_PATH = "maskmail.route_path"
 
 
 def route_path(scope: Scope) -> str:
@@ -59,7 +65,8 @@ class Paths:
         return self.settings.root_path or str(scope.get("root_path", "")).rstrip("/")
 
     def rewrite(self, scope: Scope) -> Scope:
-        """The scope routing should see: the same one when there is nothing to rewrite."""
+        """The scope routing should see, with its route path kept under ``ROUTE_PATH``:
+        the same scope when there is nothing to rewrite."""
         path = scope["path"]
         raw = scope.get("raw_path")
         prefix = self._prefix(scope)
@@ -70,6 +77,7 @@ class Paths:
             and prefix == scope.get("root_path", "")
             and (not prefix or path == prefix or path.startswith(prefix + "/"))
         ):
+            scope[ROUTE_PATH] = route_path(scope)
             return scope  # nothing to rewrite: the usual case
         scope = dict(scope)
         path = _SLASHES.sub("/", path)
@@ -86,4 +94,5 @@ class Paths:
         scope["root_path"] = prefix
         if raw is not None:
             scope["raw_path"] = raw
+        scope[ROUTE_PATH] = route_path(scope)
         return scope

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 DEFAULT_PAGE = 1
 DEFAULT_SIZE = 10
@@ -12,10 +13,11 @@ DEFAULT_SIZE = 10
 class PageRequest:
     page: int
     size: int
+    # The rows before the page: worked out once, a plain field for every reader.
+    offset: int = field(init=False, compare=False)
 
-    @property
-    def offset(self) -> int:
-        return (self.page - 1) * self.size
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offset", (self.page - 1) * self.size)
 
 
 def positive_int(raw: str | None, default: int) -> int:
@@ -39,6 +41,14 @@ def page_request(page: str | None, size: str | None, max_size: int) -> PageReque
         page=positive_int(page, DEFAULT_PAGE),
         size=min(positive_int(size, DEFAULT_SIZE), max_size),
     )
+
+
+def requested_page(query: Mapping[str, str], max_size: int) -> PageRequest | None:
+    """The page a list query asks for (``paging=1``, ``page``, ``size``), with its offset;
+    None for the whole list."""
+    if not wants_paging(query.get("paging")):
+        return None
+    return page_request(query.get("page"), query.get("size"), max_size)
 
 
 def has_next(request: PageRequest, count: int) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from maskmail.core import keys
 from maskmail.core.errors import UserExists, UserNotFound
 from maskmail.store import mailboxes
 from maskmail.store.clock import now
-from maskmail.store.driver import Driver, Statement
+from maskmail.store.driver import Driver, Script, Statement
 from maskmail.store.tables import api_keys, metadata, users
 
 # The recognisable prefix and four characters of the random part: enough to tell a
@@ -218,10 +218,11 @@ _MARK_USED = Statement.from_core(
 )
 
 
-async def mark_used(driver: Driver, key_hash: str, when: int) -> None:
-    """Record a use; the caller writes at most once a minute per key (api/key_use.py)."""
-    async with driver.single_write():
-        await driver.rows(_MARK_USED, when, key_hash)
+def mark_used(uses: Iterable[tuple[str, int]]) -> Script[None]:
+    """Record each key's last use, (key hash, when); the caller notes a key at most once
+    a minute and writes off the request path (api/key_use.py)."""
+    for key_hash, when in uses:
+        yield _MARK_USED, (when, key_hash)
 
 
 # The one key check, every door's: the owner of a live (unrevoked) key, and the key's id.

@@ -4,7 +4,7 @@ Why: for a sub-millisecond statement, SQLAlchemy's async execution path (a green
 switch per call, compilation, result wrapping) cost more than the database took to
 answer, so the statements every client repeats run on the driver directly. Those are
 the listing's page and chunks (store/listing.py), creating an address with its tombstone
-and counting its mail (store/addresses.py, store/tombstones.py), the key's last use
+and counting its mail (store/addresses.py, store/tombstones.py), the keys' last use
 (store/accounts.py), and the mail plane's recipient lookup, subdomain holder and reverse
 aliases (store/mailflow.py, store/subdomains.py, store/reverse_aliases.py);
 docs/benchmarks.md has the measurements. Everything else goes through SQLAlchemy.
@@ -13,6 +13,43 @@ The drivers are the stdlib sqlite3 connection behind ``sqlite_inline`` (on the l
 thread, writers queued) and asyncpg's connection, whose statement cache prepares each
 statement once per connection. Connections still come from SQLAlchemy's pool, and an
 outage is still StoreUnavailable (store/engine.py).
+
+One entry per transaction. A store module writes a transaction as a *script*: a
+generator that yields each statement with its arguments and is sent back its rows, and
+returns the result::
+
+    def page(key_hash: str, offset: int, limit: int) -> Script[Page | None]:
+        rows = yield PAGE, (key_hash, limit, offset)
+        return Page(*rows[0]) if rows else None
+
+and its caller hands the whole script to the driver in one call, which checks out a
+connection, runs every statement on the raw connection, and gives it back::
+
+    found = await drivers.run(listing.page(key_hash, 0, 10))            # READ
+    await drivers.run(accounts.mark_used(uses), WRITE)                  # a transaction
+    await drivers.run(addresses.count_mail(drivers.dialect, ...), ONE_WRITE)
+
+- ``READ``: no transaction, each statement its own snapshot (PostgreSQL's READ
+  COMMITTED gives no more inside one); ``bulk=True`` runs a SQLite script on a worker
+  thread, for statements that take milliseconds (a chunk of the listing).
+- ``WRITE``: one transaction, committed when the script returns, rolled back when it or
+  a statement raises. On SQLite it queues behind this process's writers
+  (``sqlite_inline.Connection.write_transaction``), so the event loop never waits for
+  another process's lock; on PostgreSQL it is BEGIN ... COMMIT.
+- ``ONE_WRITE``: a script of one statement that is atomic alone: on PostgreSQL no BEGIN
+  and COMMIT (two round trips), and a second statement is refused; on SQLite a write
+  transaction, as ``WRITE``.
+
+A script is plain Python between its statements: it awaits nothing, so a transaction
+never waits on anything but the database. A failed statement ends it (the error is
+raised to the caller of ``run``, after the rollback). ``yield from`` composes scripts of
+several store modules into one transaction. ``run_on`` runs a script inside a
+transaction its caller already holds (a SQLAlchemy connection, or a ``Driver``).
+A script reads ``drivers.dialect`` through its caller when its statements differ by
+more than their text.
+
+The older per-statement face, ``async with drivers() as driver`` with ``driver.rows``,
+``writing`` and ``single_write``, still serves the code not yet written as scripts.
 """
 
 from __future__ import annotations
@@ -21,10 +58,10 @@ import asyncio
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 from sqlalchemy.dialects.sqlite import pysqlite as sqlite_dialect
@@ -34,11 +71,12 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.util import greenlet_spawn
 
 from maskmail.core.errors import MaskmailError
-from maskmail.store.engine import is_outage, is_refusal, unavailable_on_outage
+from maskmail.store.engine import is_outage, is_refusal, unavailable, unavailable_on_outage
 from maskmail.store.sqlite_inline import Connection as InlineSqlite
 
 Row = Sequence[Any]
 _PLACEHOLDER = re.compile(r"\?(\d*)")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +139,73 @@ def numbered(text: str) -> str:
     return _PLACEHOLDER.sub(number, text)
 
 
+# One statement of a script, with its arguments in order.
+Query = tuple[Statement, Sequence[Any]]
+# A transaction as a store module writes it (see the module's docstring).
+Script = Generator[Query, Sequence[Row], T]
+Mode = Literal["read", "write", "one_write"]
+READ: Mode = "read"
+WRITE: Mode = "write"
+ONE_WRITE: Mode = "one_write"
+
+
+def _run_sqlite(conn: sqlite3.Connection, script: Script[T]) -> T:
+    """Every statement of ``script`` on ``conn``, inline; the caller holds any transaction."""
+    try:
+        statement, args = next(script)
+        while True:
+            rows = conn.execute(statement.sqlite or statement.text("sqlite"), args).fetchall()
+            statement, args = script.send(rows)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    finally:
+        script.close()
+
+
+async def _run_pg(conn: Any, script: Script[T], *, one: bool = False) -> T:
+    """Every statement of ``script`` on an asyncpg connection; ``one``: a second is refused."""
+    try:
+        statement, args = next(script)
+        while True:
+            rows = await conn.fetch(statement.postgresql or statement.text("postgresql"), *args)
+            statement, args = script.send(rows)
+            if one:
+                raise RuntimeError("a ONE_WRITE script runs one statement on PostgreSQL")
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    finally:
+        script.close()
+
+
+async def _run_sqlite_bulk(conn: sqlite3.Connection, script: Script[T]) -> T:
+    """``_run_sqlite`` on a worker thread: sqlite3 lets go of the GIL while SQLite works,
+    so a statement of milliseconds runs beside the event loop instead of stopping it.
+    The connection is this caller's alone until it goes back to the pool, and it goes
+    back only after the script finished, even when the caller is cancelled."""
+    work = asyncio.get_running_loop().run_in_executor(None, _run_sqlite, conn, script)
+    try:
+        return await asyncio.shield(work)
+    except asyncio.CancelledError:
+        await asyncio.wait([work])
+        raise
+
+
+async def run_on(conn: AsyncConnection | Driver, script: Script[T]) -> T:
+    """``script``'s statements inside the transaction the caller holds on ``conn``."""
+    driver = await as_driver(conn)
+    try:
+        statement, args = next(script)
+        while True:
+            statement, args = script.send(await driver.rows(statement, *args))
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    finally:
+        script.close()
+
+
 class Driver(Protocol):
     """A driver connection, for one request (or one chunk of a streamed listing)."""
 
@@ -137,19 +242,9 @@ class SqliteDriver:
     async def rows(self, statement: Statement, *args: Any) -> list[Row]:
         return self._conn.execute(statement.sqlite or statement.text("sqlite"), args).fetchall()
 
-    async def bulk_rows(self, statement: Statement, *args: Any) -> list[Row]:
-        """On a worker thread: sqlite3 lets go of the GIL while SQLite works, so writing a
-        chunk's JSON (milliseconds) runs beside the event loop instead of stopping it.
-        The connection is this caller's alone until it goes back to the pool, and it goes
-        back only after the statement finished, even when the caller is cancelled."""
-        work = asyncio.get_running_loop().run_in_executor(
-            None, lambda: self._conn.execute(statement.text("sqlite"), args).fetchall()
-        )
-        try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            await asyncio.wait([work])
-            raise
+    async def bulk_rows(self, statement: Statement, *args: Any) -> Sequence[Row]:
+        """On a worker thread (``_run_sqlite_bulk``)."""
+        return await _run_sqlite_bulk(self._conn, _one(statement, args))
 
     @asynccontextmanager
     async def writing(self) -> AsyncIterator[None]:
@@ -208,6 +303,11 @@ class PgDriver:
         yield
 
 
+def _one(statement: Statement, args: Sequence[Any]) -> Script[Sequence[Row]]:
+    rows = yield statement, args
+    return rows
+
+
 def _terminate(pooled: Any) -> None:
     terminate = getattr(pooled.driver_connection, "terminate", None)
     if callable(terminate):
@@ -258,7 +358,8 @@ Checkout = Callable[[], AbstractAsyncContextManager[Driver]]
 
 
 class DriverPool:
-    """Driver connections from the engine's pool, one per ``async with``.
+    """Driver connections from the engine's pool: ``run`` a script on one, or hold one
+    for an ``async with``.
 
     With ``keep``, up to that many stay checked out between uses (docs/architecture.md,
     the fast path), each for at most ``KEEP_SECONDS`` from leaving SQLAlchemy's pool and
@@ -269,30 +370,32 @@ class DriverPool:
 
     def __init__(self, engine: AsyncEngine, keep: int = 0) -> None:
         self._engine = engine
-        self._dialect = engine.dialect.name
+        self.dialect: str = engine.dialect.name
         size = getattr(engine.sync_engine.pool, "size", lambda: 0)()
         # Never more than half the pool, so SQLAlchemy's own users always find one.
         self._keep = min(keep, size // 2)
-        self._kept: list[tuple[float, Any]] = []
+        # (when it left SQLAlchemy's pool, the pool's record, the driver's connection)
+        self._kept: list[tuple[float, Any, Any]] = []
 
-    async def _take(self) -> tuple[float, Any]:
+    async def _take(self) -> tuple[float, Any, Any]:
         if self._kept:
             return self._kept.pop()
-        return time.monotonic(), await self._engine.raw_connection()
+        pooled = await self._engine.raw_connection()
+        return time.monotonic(), pooled, pooled.driver_connection
 
-    def _idle(self, pooled: Any) -> bool:
-        conn = pooled.driver_connection
-        if self._dialect == "sqlite":
+    def _idle(self, conn: Any) -> bool:
+        if self.dialect == "sqlite":
             return not conn.sqlite.in_transaction
         return not conn.is_in_transaction() and not conn.is_closed()
 
-    async def _give_back(self, since: float, pooled: Any) -> None:
+    async def _give_back(self, taken: tuple[float, Any, Any]) -> None:
+        since, pooled, conn = taken
         if (
             len(self._kept) < self._keep
             and time.monotonic() - since < KEEP_SECONDS
-            and self._idle(pooled)
+            and self._idle(conn)
         ):
-            self._kept.append((since, pooled))
+            self._kept.append(taken)
             return
         # Returning it may roll back through the async adapter: needs a greenlet.
         await greenlet_spawn(pooled.close)
@@ -305,33 +408,73 @@ class DriverPool:
         while self._kept:
             await greenlet_spawn(self._kept.pop()[1].invalidate)
 
+    async def _failed(self, taken: tuple[float, Any, Any], exc: BaseException) -> None:
+        """SQLAlchemy never saw the driver's error, so it cannot tell a connection that
+        broke mid-statement (a database outage, a cancelled request) from a good one. A
+        refused statement or a refused request leaves it usable (any transaction was
+        rolled back); anything else, and it is never handed out again. After an outage
+        the others in the pool are dead too; a new pool replaces them, as SQLAlchemy does
+        when it sees a disconnect itself."""
+        if isinstance(exc, MaskmailError) or is_refusal(exc):
+            await self._give_back(taken)
+            return
+        pooled = taken[1]
+        if isinstance(exc, TimeoutError):
+            # Past MASKMAIL_DB_TIMEOUT the server is not answering: drop the connection at
+            # once rather than wait for it to say goodbye.
+            _terminate(pooled)
+        await greenlet_spawn(pooled.invalidate)
+        if is_outage(exc):
+            await self._drop_kept()
+            await self._engine.dispose(close=False)
+
+    async def run(self, script: Script[T], mode: Mode = READ, *, bulk: bool = False) -> T:
+        """``script`` on a connection of the pool, as one transaction of ``mode`` (the
+        module's docstring): checkout, statements, commit and give-back in one call."""
+        # The outage mapping of unavailable_on_outage, written out: this is every hot
+        # request's path, and a context manager per call cost a visible share of it.
+        try:
+            taken = await self._take()
+            conn = taken[2]
+            try:
+                if self.dialect == "sqlite":
+                    if mode == READ:
+                        if bulk:
+                            result = await _run_sqlite_bulk(conn.sqlite, script)
+                        else:
+                            result = _run_sqlite(conn.sqlite, script)
+                    else:
+                        async with conn.write_transaction() as raw:
+                            result = _run_sqlite(raw, script)
+                else:
+                    async with execute_mutex(taken[1]):
+                        if mode == WRITE:
+                            async with conn.transaction():
+                                result = await _run_pg(conn, script)
+                        else:
+                            result = await _run_pg(conn, script, one=mode == ONE_WRITE)
+            except BaseException as exc:
+                await self._failed(taken, exc)
+                raise
+            await self._give_back(taken)
+            return result
+        except Exception as exc:
+            found = unavailable(exc)
+            if found is exc:
+                raise
+            raise found from exc
+
     @asynccontextmanager
     async def __call__(self) -> AsyncIterator[Driver]:
         with unavailable_on_outage():
-            since, pooled = await self._take()
+            taken = await self._take()
             try:
-                if self._dialect == "sqlite":
-                    yield _wrap(pooled, self._dialect, managed=False)
+                if self.dialect == "sqlite":
+                    yield SqliteDriver(taken[2], managed=False)
                 else:
-                    async with execute_mutex(pooled):
-                        yield _wrap(pooled, self._dialect, managed=False)
+                    async with execute_mutex(taken[1]):
+                        yield PgDriver(taken[2], managed=False)
             except BaseException as exc:
-                # SQLAlchemy never saw the driver's error, so it cannot tell a connection
-                # that broke mid-statement (a database outage, a cancelled request) from a
-                # good one. A refused statement or a refused request leaves it usable (any
-                # transaction was rolled back); anything else, and it is never handed out
-                # again. After an outage the others in the pool are dead too; a new pool
-                # replaces them, as SQLAlchemy does when it sees a disconnect itself.
-                if isinstance(exc, MaskmailError) or is_refusal(exc):
-                    await self._give_back(since, pooled)
-                    raise
-                if isinstance(exc, TimeoutError):
-                    # Past MASKMAIL_DB_TIMEOUT the server is not answering: drop the
-                    # connection at once rather than wait for it to say goodbye.
-                    _terminate(pooled)
-                await greenlet_spawn(pooled.invalidate)
-                if is_outage(exc):
-                    await self._drop_kept()
-                    await self._engine.dispose(close=False)
+                await self._failed(taken, exc)
                 raise
-            await self._give_back(since, pooled)
+            await self._give_back(taken)

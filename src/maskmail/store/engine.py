@@ -186,15 +186,24 @@ def is_refusal(exc: BaseException) -> bool:
     return isinstance(exc, _DRIVER_ERRORS) and not is_outage(exc)
 
 
+def unavailable(exc: Exception) -> Exception:
+    """StoreUnavailable when ``exc`` means "the database is not there right now", else
+    ``exc`` itself: for the caller to raise, from ``exc``."""
+    if is_outage(exc):
+        return StoreUnavailable("the database is unavailable; try again shortly")
+    return exc
+
+
 @contextmanager
 def unavailable_on_outage() -> Iterator[None]:
     """Turn "the database is not there right now" into StoreUnavailable."""
     try:
         yield
     except Exception as exc:
-        if is_outage(exc):
-            raise StoreUnavailable("the database is unavailable; try again shortly") from exc
-        raise
+        found = unavailable(exc)
+        if found is exc:
+            raise
+        raise found from exc
 
 
 @asynccontextmanager

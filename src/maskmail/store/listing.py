@@ -2,6 +2,7 @@
 
 A page is one statement (key check, total and rows); the full listing is read in
 id-ordered chunks (keyset), so a list of any length is never held in memory at once.
+Each is a script for ``DriverPool.run`` (store/driver.py).
 The database writes each address's JSON, keys and order from
 ``core.records.PRIVATE_EMAIL_FIELDS``, and joins a chunk's into one value: rows of values
 through the driver, and dicts and JSON made of them here, cost the server more than
@@ -18,7 +19,7 @@ from maskmail.core.records import PRIVATE_EMAIL_FIELDS
 from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.address_counts import total_sql
 from maskmail.store.addresses import full_address_sql
-from maskmail.store.driver import Driver, Statement
+from maskmail.store.driver import Script, Statement
 from maskmail.store.tables import addresses
 
 FULL_ADDRESS = full_address_sql("a")
@@ -124,25 +125,27 @@ class Chunk:
     last_id: int
 
 
-async def page(driver: Driver, key_hash: str, *, offset: int, limit: int) -> Page | None:
+def page(key_hash: str, *, offset: int, limit: int) -> Script[Page | None]:
     """The key's owner, their total and one page; None for an unknown or revoked key."""
-    found = await driver.rows(PAGE, key_hash, limit, offset)
+    found = yield PAGE, (key_hash, limit, offset)
     if not found:
         return None
     items, _, _, user_id, total = found[0]
     return Page(int(user_id), int(total), items or b"")
 
 
-async def first_chunk(driver: Driver, key_hash: str, size: int) -> Chunk | None:
-    """The key's owner and their oldest ``size`` addresses; None for an unknown key."""
-    found = await driver.bulk_rows(FIRST_CHUNK, key_hash, 0, size)
+def first_chunk(key_hash: str, size: int) -> Script[Chunk | None]:
+    """The key's owner and their oldest ``size`` addresses; None for an unknown key. Its
+    statement takes milliseconds: run it with ``bulk=True``."""
+    found = yield FIRST_CHUNK, (key_hash, 0, size)
     if not found:
         return None
     items, n, last, user_id, _ = found[0]
     return Chunk(int(user_id), items or b"", int(n), int(last or 0))
 
 
-async def next_chunk(driver: Driver, user_id: int, after: int, size: int) -> Chunk:
-    """The owner's next ``size`` addresses with an id above ``after``."""
-    items, n, last = (await driver.bulk_rows(CHUNK, user_id, after, size))[0]
+def next_chunk(user_id: int, after: int, size: int) -> Script[Chunk]:
+    """The owner's next ``size`` addresses with an id above ``after`` (``bulk=True``)."""
+    found = yield CHUNK, (user_id, after, size)
+    items, n, last = found[0]
     return Chunk(user_id, items or b"", int(n), int(last or after))

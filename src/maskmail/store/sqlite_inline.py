@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 WRITE_BEGIN = "BEGIN IMMEDIATE"
@@ -87,6 +88,9 @@ class Connection:
 
     def __init__(self, conn: sqlite3.Connection, write_lock: asyncio.Lock, busy_ms: int) -> None:
         self._conn = conn
+        # The stdlib connection, for statements run inline (store/driver.py): a plain
+        # attribute, read on every statement of the fast path.
+        self.sqlite = conn
         self._write_lock = write_lock
         self._busy_ms = busy_ms
         self._holds_lock = False
@@ -94,11 +98,6 @@ class Connection:
     @property
     def _connection(self) -> sqlite3.Connection | None:
         # The adapter skips commit and rollback on a closed connection by testing this.
-        return self._conn
-
-    @property
-    def sqlite(self) -> sqlite3.Connection:
-        """The stdlib connection, for statements run inline (store/driver.py)."""
         return self._conn
 
     @property
@@ -127,6 +126,18 @@ class Connection:
         except BaseException:
             self._release()
             raise
+
+    @asynccontextmanager
+    async def write_transaction(self) -> AsyncIterator[sqlite3.Connection]:
+        """One write transaction, in this process's writer queue: committed when the block
+        ends, rolled back when it raises (store/driver.py runs a script's statements in it)."""
+        await self.begin_write()
+        try:
+            yield self._conn
+        except BaseException:
+            await self.rollback()
+            raise
+        await self.commit()
 
     def _release(self) -> None:
         if self._holds_lock and not self._conn.in_transaction:

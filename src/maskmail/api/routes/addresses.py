@@ -25,7 +25,7 @@ from maskmail.core import paging
 from maskmail.http_shared.connection import Conn
 from maskmail.store import addresses as store
 from maskmail.store import listing as store_listing
-from maskmail.store.driver import Checkout
+from maskmail.store.driver import Checkout, DriverPool
 
 router = APIRouter(prefix="/v3/relay/addresses", tags=["relay addresses"])
 
@@ -69,25 +69,19 @@ async def list_addresses(request: Request) -> Response:
     key_hash = await get_key_hash(request)
     state = request.app.state
     settings: Settings = state.settings
-    drivers: Checkout = state.drivers
+    drivers: DriverPool = state.drivers
     memo: Memo = state.memo
-    query = memo.query(request.scope["query_string"])
-    if not paging.wants_paging(query.get("paging")):
-        async with drivers() as driver:
-            first = await store_listing.first_chunk(driver, key_hash, listing.CHUNK)
+    want = paging.requested_page(memo.query(request.scope["query_string"]), settings.max_page_size)
+    if want is None:
+        first = await drivers.run(store_listing.first_chunk(key_hash, listing.CHUNK), bulk=True)
         if first is None:
             await refuse_unknown_key(request)
         return listing.full_body(first, drivers)
-    want = paging.page_request(query.get("page"), query.get("size"), settings.max_page_size)
-    async with drivers() as driver:
-        found = await store_listing.page(
-            driver, key_hash, offset=min(want.offset, listing.MAX_OFFSET), limit=want.size
-        )
+    offset = min(want.offset, listing.MAX_OFFSET)
+    found = await drivers.run(store_listing.page(key_hash, offset=offset, limit=want.size))
     if found is None:
         await refuse_unknown_key(request)
-    link = links_for(request, settings, memo)
-    following = link(want.page + 1) if paging.has_next(want, found.count) else None
-    return listing.page_body(found, following, link(want.page - 1) if want.page > 1 else None)
+    return listing.page_body(found, want, links_for(request, settings, memo))
 
 
 @router.post(
