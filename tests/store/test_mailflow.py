@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from maskmail.core.reverse import alias_address
 from maskmail.store import accounts, mailflow
 from maskmail.store.addresses import (
     count_mail,
@@ -23,8 +24,9 @@ from maskmail.store.addresses import (
 )
 from maskmail.store.driver import ONE_WRITE, DriverPool
 from maskmail.store.engine import transaction
-from maskmail.store.reverse_aliases import MAX_ROUNDS
+from maskmail.store.reverse_aliases import MAX_ROUNDS, found_or_made
 from maskmail.store.tables import reverse_aliases
+from maskmail.store.users_admin import export_user
 
 pytestmark = pytest.mark.anyio
 DOMAIN = "relay.test"
@@ -75,7 +77,8 @@ async def _recheck(pool: DriverPool, address_id: int, sender: str | None) -> mai
     for _ in range(MAX_ROUNDS):
         script = mailflow.recheck(pool.dialect, address_id, sender, domain=DOMAIN)
         checked = await pool.run(script, ONE_WRITE)
-        if checked.reverse_alias or checked.address is None or not checked.address.enabled:
+        address = checked.address
+        if sender is None or checked.reverse_alias or address is None or not address.enabled:
             return checked
     raise AssertionError("no reverse alias made")
 
@@ -143,3 +146,17 @@ async def test_concurrent_first_messages_from_one_sender_agree_on_one_alias(
     made = await asyncio.gather(*(first_use("X@example.com") for _ in range(6)))
     assert len(set(made)) == 1 and str(made[0]).endswith(f"@{DOMAIN}")
     assert await first_use("y@example.com") != made[0]
+
+
+async def test_every_store_module_writes_the_reverse_alias_as_core_does(
+    engine: AsyncEngine,
+) -> None:
+    _, address_id, _, owner = await new_address(engine)
+    pool = DriverPool(engine)
+    by_mail = (await _recheck(pool, address_id, "shop@example.net")).reverse_alias
+    async with transaction(engine) as conn:
+        made = await found_or_made(conn, address_id, "shop@example.net", domain=DOMAIN)
+        [contact] = (await export_user(conn, owner))["contacts"]
+    wanted = alias_address(made.alias, made.domain)
+    assert wanted.startswith("r.") and wanted.endswith(f"@{DOMAIN}")
+    assert (made.full_address, by_mail, contact["reverse_alias"]) == (wanted, wanted, wanted)
