@@ -9,7 +9,17 @@ import pytest
 
 import maskmail
 from maskmail.core import custom_domains, subdomains
-from maskmail.core.envelope import Mailbox, check_sender, is_ours, normal_domain, parse_mailbox
+from maskmail.core.envelope import (
+    Kind,
+    Located,
+    Mailbox,
+    check_sender,
+    is_ours,
+    locate,
+    normal_domain,
+    ours_among,
+    parse_mailbox,
+)
 from maskmail.core.errors import InvalidAddress
 
 
@@ -58,6 +68,30 @@ def test_is_ours_compares_the_whole_domain() -> None:
     assert is_ours(parse_mailbox("a@sub.relay.test"), ours)
     assert not is_ours(parse_mailbox("a@x.sub.relay.test"), ours)
     assert not is_ours(parse_mailbox("a@relay.test.evil.com"), ours)
+
+
+def test_locate_reads_a_recipient_once() -> None:
+    ours = {"relay.test"}
+    assert locate("AbC@Relay.Test.", ours) == Located(
+        Mailbox("AbC", "relay.test"), "AbC@relay.test", Kind.ADDRESS, ("relay.test", None)
+    )
+    on_sub = locate("abc@shop.relay.test", ours)
+    assert (on_sub.kind, on_sub.place) == (Kind.ADDRESS, ("relay.test", "shop"))
+    assert locate("R.abc@relay.test", ours).kind is Kind.REVERSE_ALIAS
+    assert locate("Bounce+1.2.x@relay.test", ours).kind is Kind.BOUNCE
+    # A bounce address needs its "+": a local part that merely starts so is an address.
+    assert locate("bounces@relay.test", ours).kind is Kind.ADDRESS
+    custom = locate("abc@shop.example", ours)
+    assert (custom.kind, custom.place, custom.address) == (Kind.ADDRESS, None, "abc@shop.example")
+    with pytest.raises(InvalidAddress):
+        locate("abc\r\n@relay.test", ours)
+
+
+def test_ours_among_names_the_addresses_at_the_relay() -> None:
+    ours = {"relay.test"}
+    found = ours_among(["a@relay.test", "b@sub.relay.test", "c@example.com", "<bad>", ""], ours)
+    assert found == {"a@relay.test", "b@sub.relay.test"}
+    assert ours_among([], ours) == frozenset()
 
 
 def test_empty_sender_is_a_bounce_and_allowed() -> None:

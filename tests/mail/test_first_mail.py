@@ -231,8 +231,8 @@ async def test_a_renamed_subdomains_old_addresses_are_refused(
 
 async def _first_mail(ctx: MailContext, rcpt: str, sender: str) -> None:
     """What the handler does for a new local part: RCPT decides, the message makes it."""
-    mailbox = await recipients.check_may_receive(ctx, rcpt, sender)
-    await first_mail.make(ctx, mailbox, sender)
+    accepted = await recipients.check_may_receive(ctx, rcpt, sender)
+    await first_mail.make(ctx, accepted.located.mailbox, sender)
 
 
 def _context(engine: AsyncEngine, settings: Settings, guard: FloodGuard) -> MailContext:

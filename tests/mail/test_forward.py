@@ -15,7 +15,7 @@ from maskmail.config import Settings, load_bounce_secret
 from maskmail.core.bounce_addresses import BounceOf, bounced
 from maskmail.mail.plane import mail_plane
 from maskmail.mail.rewrite import split_message
-from maskmail.store.engine import transaction
+from maskmail.store.engine import create_engine, transaction
 from maskmail.store.mailflow import find_reply_route
 from tests.mail.conftest import (
     DOMAIN,
@@ -122,3 +122,25 @@ async def test_without_smarthost_mail_goes_to_the_outbox(
     assert stored.startswith(b"Return-Path: <bounce+")
     assert f"Delivered-To: {mask.owner}".encode() in stored
     assert b"\r\nHello there.\r\n" in stored
+
+
+@pytest.mark.parametrize("pool_size", [8, 2])
+async def test_one_driver_connection_is_kept_between_messages_and_handed_back(
+    database_url: str, tmp_path: Path, sink: Sink, masks: Masks, pool_size: int
+) -> None:
+    """Kept while the plane serves (a pool of three or more), handed back when it stops."""
+    engine = create_engine(database_url, pool_size=pool_size)
+    settings = mail_settings(database_url, tmp_path, smarthost=f"{HOST}:{sink.port}")
+    port = free_port()
+    mask = await masks.make()
+    try:
+        async with mail_plane(settings, engine, host=HOST, port=port):
+            for sender in ("alice@example.com", "bob@example.com"):
+                await send_async(port, sender, [mask.address], message(to=mask.address))
+            kept = engine.sync_engine.pool.checkedout()  # type: ignore[attr-defined]
+        assert engine.sync_engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+    finally:
+        await engine.dispose()
+    assert kept == (1 if pool_size >= 3 else 0)
+    assert len(sink.messages) == 2
+    assert (await mask.counters())["num_forwarded"] == 2

@@ -10,10 +10,12 @@ import pytest
 from maskmail.mail.rewrite import (
     LOOP_HEADER,
     Forward,
+    Incoming,
     has_loop_marker,
     header_fields,
     origin,
     parse_headers,
+    read,
     received_header,
     rewrite,
     sender_display,
@@ -98,11 +100,24 @@ def test_loop_marker_must_name_our_domain() -> None:
     assert not has_loop_marker(fields, "other.test")
 
 
+def test_read_gives_the_parts_once() -> None:
+    raw = f"From: Bob <bob@example.org>\r\n{LOOP_HEADER}: relay.test\r\n\r\nhi\r\n".encode()
+    found = read(raw, "env@example.org", "relay.test")
+    assert (found.raw, found.body) == (raw, b"hi\r\n")
+    assert found.fields == [("From", "Bob <bob@example.org>"), (LOOP_HEADER, "relay.test")]
+    assert (found.origin.address, found.origin.reply_to) == ("bob@example.org", "bob@example.org")
+    assert found.looped
+    assert not read(raw, "env@example.org", "other.test").looped
+
+
 def forward(**changes: object) -> Forward:
     values: dict[str, object] = {
         "relay_address": "abc@relay.test",
         "reverse_alias": "r.x@relay.test",
-        "received": "Received: from x ([127.0.0.1])\r\n\tby relay.test; date\r\n",
+        "helo": "x",
+        "peer_ip": "127.0.0.1",
+        "hostname": "mx.relay.test",
+        "when": datetime(2026, 11, 22, tzinfo=UTC),
         "loop_marker": "relay.test",
         "spam": False,
         "keep_verdicts": False,
@@ -119,9 +134,7 @@ RAW = (
 
 
 def rewritten(**changes: object) -> bytes:
-    block, _ = split_message(RAW)
-    headers = parse_headers(block)
-    return rewrite(RAW, header_fields(headers), origin(headers, ""), forward(**changes))
+    return rewrite(read(RAW, "", "relay.test"), forward(**changes))
 
 
 def test_rewrite_keeps_only_allowed_headers_and_the_body() -> None:
@@ -134,6 +147,8 @@ def test_rewrite_keeps_only_allowed_headers_and_the_body() -> None:
     assert parsed["Subject"] == "Grüße"
     assert b"Content-Type: text/plain;\r\n charset=utf-8\r\n" in out  # folding kept as sent
     assert "bob@example.org" in str(parsed["From"])
+    assert "from x ([127.0.0.1])" in str(parsed["Received"])
+    assert "for <abc@relay.test>" in str(parsed["Received"])
 
 
 def test_rewrite_verdicts_and_reply_to() -> None:
@@ -151,5 +166,6 @@ def test_rewrite_verdicts_and_reply_to() -> None:
 def test_rewrite_leaves_no_stray_line_break_or_nul_in_headers() -> None:
     raw = b"Subject: a\x00b\r\n c\r\n d\r\n\r\nbody\r\n"
     fields = [("Subject", "a\x00b\r\n c\r d\n\r\n\t\r\nTo: x@example.org")]
-    out = rewrite(raw, fields, origin(parse_headers(b""), "e@example.org"), forward())
+    message = Incoming(raw, b"body\r\n", fields, origin(parse_headers(b""), "e@example.org"), False)
+    out = rewrite(message, forward())
     assert b"\r\nSubject: a b\r\n c\r\n d\r\n To: x@example.org\r\n\r\nbody\r\n" in out

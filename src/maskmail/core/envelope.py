@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass
+from enum import StrEnum
 
-from maskmail.core.errors import InvalidAddress
+from maskmail.core import bounce_addresses, reverse
+from maskmail.core.errors import InvalidAddress, MaskmailError
 
 MAX_LOCAL = 64
 MAX_DOMAIN = 255
@@ -90,6 +92,55 @@ def placed(mailbox: Mailbox, domains: Set[str]) -> tuple[str, str | None] | None
     if dot and label and parent in domains:
         return parent, label
     return None
+
+
+class Kind(StrEnum):
+    """Which path a recipient's mail takes, by the form of its local part."""
+
+    ADDRESS = "address"  # a relay address: forwarded to its owner
+    REVERSE_ALIAS = "reverse alias"  # the owner replying to an outside sender
+    BOUNCE = "bounce"  # a signed bounce address: a delivery report coming back
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A recipient read once, at RCPT: everything the mail plane routes it by."""
+
+    mailbox: Mailbox
+    # ``local@domain``, the domain in its normal form: what the envelope carries on.
+    address: str
+    kind: Kind
+    # The relay's domain and relay subdomain (or None) it is at; None when it is at no
+    # domain of the relay's (a user's custom domain, or a foreign one).
+    place: tuple[str, str | None] | None
+
+
+def locate(raw: str, domains: Set[str]) -> Located:
+    """The recipient ``raw``, parsed (InvalidAddress when malformed), its kind and where
+    it is; whether a domain that is not the relay's is received for is the caller's
+    question (a custom domain lives in the database)."""
+    mailbox = parse_mailbox(raw)
+    if mailbox.local.lower().startswith(f"{bounce_addresses.PREFIX}+"):
+        kind = Kind.BOUNCE
+    elif reverse.is_alias_local(mailbox.local):
+        kind = Kind.REVERSE_ALIAS
+    else:
+        kind = Kind.ADDRESS
+    return Located(mailbox, str(mailbox), kind, placed(mailbox, domains))
+
+
+def ours_among(raws: Iterable[str], domains: Set[str]) -> frozenset[str]:
+    """Those of ``raws`` that are addresses at the relay's domains (or a subdomain of
+    one): a mailbox there would send a forward back into the relay. A malformed one is
+    not ours."""
+    found = set()
+    for raw in raws:
+        try:
+            if is_ours(parse_mailbox(raw), domains):
+                found.add(raw)
+        except MaskmailError:
+            continue
+    return frozenset(found)
 
 
 def check_sender(raw: str) -> str:

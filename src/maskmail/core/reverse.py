@@ -32,3 +32,9 @@ def sender_key(sender: str) -> str:
     too; lower-casing the whole address keeps ``Alice@X`` and ``alice@x`` together.
     """
     return sender.strip().lower()
+
+
+def alias_address(alias: str, domain: str) -> str:
+    """A reverse alias as the address it is, ``r.…@domain``: written in one place, as
+    ``core.addresses.full_address`` is for relay addresses."""
+    return f"{alias}@{domain}"

@@ -29,11 +29,6 @@ from maskmail.store.engine import transaction
 log = logging.getLogger(__name__)
 
 
-def is_bounce(mailbox: Mailbox) -> bool:
-    """True for a local part in the bounce address form, whether or not it verifies."""
-    return mailbox.local.lower().startswith(f"{bounce_addresses.PREFIX}+")
-
-
 def _bounced(ctx: MailContext, mailbox: Mailbox) -> bounce_addresses.BounceOf:
     now = int(ctx.clock().timestamp())
     found = bounce_addresses.bounced(mailbox.local, now, ctx.bounce_secret)

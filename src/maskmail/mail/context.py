@@ -15,7 +15,7 @@ from maskmail.core.first_mail import FloodGuard, OwnerLimits
 from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
 from maskmail.mail.spam import SpamJudge
-from maskmail.store.driver import Checkout, DriverPool
+from maskmail.store.driver import DriverPool
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,16 +45,32 @@ class MailContext:
     first_mail: FloodGuard = field(default_factory=FloodGuard)
     # And per owner, counted in the database (MASKMAIL_FIRST_MAIL_PER_HOUR and _MAX).
     first_mail_limits: OwnerLimits = field(default_factory=OwnerLimits)
-    # Driver connections from the engine's pool, for the statements every message runs.
-    drivers: Checkout = field(init=False)
+    # Driver connections kept checked out between scripts (``DriverPool``'s ``keep``):
+    # ``mail_plane`` keeps one, and hands it back when it stops. A message runs its
+    # scripts one after another, and each would otherwise take a connection from
+    # SQLAlchemy's pool and give it back (a reset, a greenlet switch) again.
+    kept_drivers: int = 0
+    # Driver connections from the engine's pool, for the statements every message runs:
+    # ``drivers.run`` a store script, one transaction per call.
+    drivers: DriverPool = field(init=False)
     # Every domain mail is accepted for: the relay's domains (services/relay_domains.py).
     domains: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "drivers", DriverPool(self.engine))
+        object.__setattr__(self, "drivers", DriverPool(self.engine, keep=_keep(self)))
         object.__setattr__(self, "domain", normal_domain(self.domain))
         domains = frozenset(map(normal_domain, self.older_domains | {self.domain}))
         object.__setattr__(self, "domains", domains)
+
+
+# Below this many connections in the pool, the mail plane keeps none: under ``up`` the
+# API keeps up to half of the same pool, and SQLAlchemy's own users need one left.
+MIN_POOL_TO_KEEP = 3
+
+
+def _keep(ctx: MailContext) -> int:
+    size = getattr(ctx.engine.sync_engine.pool, "size", lambda: 0)()
+    return ctx.kept_drivers if size >= MIN_POOL_TO_KEEP else 0
 
 
 def peer_ip(session: Any) -> str | None:

@@ -9,6 +9,7 @@ from maskmail.core.errors import MaskmailError
 from maskmail.core.verdict import Action, Verdict
 from maskmail.mail.context import MailContext
 from maskmail.store import addresses
+from maskmail.store.driver import ONE_WRITE
 
 log = logging.getLogger(__name__)
 # The outcome each verdict's message is counted under in maskmail_mail_messages_total.
@@ -26,11 +27,12 @@ async def count(ctx: MailContext, address_id: int, verdict: Verdict, *, sent: bo
     """Add the verdict's counters. Once a message was ``sent``, a counting failure must
     not make the client retry (the recipient would get it twice), so it is logged."""
     metrics.mail_outcomes.labels(OUTCOMES[verdict.action]).inc()
-    if not verdict.counters:
+    counters = verdict.counters
+    if not counters:
         return
     try:
-        async with ctx.drivers() as driver:
-            await addresses.count_mail(driver, address_id, verdict.counters)
+        script = addresses.counted(ctx.drivers.dialect, address_id, counters)
+        await ctx.drivers.run(script, ONE_WRITE)
     except MaskmailError:
         if not sent:
             raise

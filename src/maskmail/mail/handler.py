@@ -11,13 +11,16 @@ import logging
 from typing import Any
 
 from maskmail import logs, metrics
-from maskmail.core import envelope, reverse
-from maskmail.core.envelope import Mailbox
+from maskmail.core import envelope
+from maskmail.core.envelope import Kind
 from maskmail.core.errors import InvalidAddress, MaskmailError
 from maskmail.mail import bouncing, forwarding, recipients, replying, smtp_replies
 from maskmail.mail.context import MailContext, envelope_sender
 
 log = logging.getLogger(__name__)
+# The envelope's attribute that keeps the recipient accepted at RCPT for DATA. aiosmtpd
+# makes a new envelope for each message (MAIL, RSET), so it never outlives its message.
+ACCEPTED = "maskmail_accepted"
 
 
 class RelayHandler:
@@ -44,26 +47,28 @@ class RelayHandler:
     ) -> str:
         """Answer every recipient truly, here, whenever the answer is already known."""
         try:
-            mailbox = await recipients.check_may_receive(self.ctx, address, envelope_sender(env))
+            accepted = await recipients.check_may_receive(self.ctx, address, envelope_sender(env))
         except MaskmailError as exc:
             return smtp_replies.reply_for(exc)
         if env.rcpt_tos:
             return smtp_replies.ONE_RECIPIENT
-        env.rcpt_tos.append(str(mailbox))
+        env.rcpt_tos.append(accepted.located.address)
+        setattr(env, ACCEPTED, accepted)
         env.rcpt_options.extend(rcpt_options)
         return smtp_replies.RECIPIENT_OK
 
     async def handle_DATA(self, server: Any, session: Any, env: Any) -> str:  # noqa: N802
         try:
-            mailbox = _recipient(env)
-            if bouncing.is_bounce(mailbox):
+            accepted = _accepted(env)
+            mailbox = accepted.located.mailbox
+            if accepted.located.kind is Kind.BOUNCE:
                 reply = await bouncing.take_bounce(self.ctx, mailbox, env.original_content)
                 _count_outcome(reply, "bounced")
                 return reply
-            if reverse.is_alias_local(mailbox.local):
+            if accepted.located.kind is Kind.REVERSE_ALIAS:
                 await replying.reply(self.ctx, session, env, mailbox)
             else:
-                await forwarding.forward(self.ctx, session, env, mailbox)
+                await forwarding.forward(self.ctx, session, env, accepted.located, accepted.found)
         except MaskmailError as exc:
             reply = smtp_replies.reply_for(exc)
             _count_outcome(reply, "")
@@ -85,7 +90,9 @@ def _count_outcome(reply: str, accepted: str) -> None:
     metrics.mail_outcomes.labels("refused" if reply.startswith("5") else "deferred").inc()
 
 
-def _recipient(env: Any) -> Mailbox:
-    if not env.rcpt_tos:
+def _accepted(env: Any) -> recipients.Accepted:
+    """The recipient RCPT accepted; aiosmtpd answers DATA without one itself."""
+    accepted = getattr(env, ACCEPTED, None)
+    if not env.rcpt_tos or not isinstance(accepted, recipients.Accepted):
         raise InvalidAddress("no recipient")
-    return envelope.parse_mailbox(env.rcpt_tos[0])
+    return accepted

@@ -30,6 +30,8 @@ log = logging.getLogger("maskmail")
 
 RSPAMD_TIMEOUT = 20.0
 CLOSE_TIMEOUT = 5.0
+# Driver connections the mail plane keeps between a message's scripts (MailContext).
+KEPT_DRIVERS = 1
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,7 @@ async def mail_plane(
                 signer=signer_for(settings),
                 authserv_ids=settings.authserv_id_list,
                 rewriters=rewriters,
+                kept_drivers=KEPT_DRIVERS,
             )
             server = await start_smtp(
                 RelayHandler(context),
@@ -185,5 +188,6 @@ async def mail_plane(
                     stops.append(policy.stop(CLOSE_TIMEOUT))
                 await asyncio.gather(*stops)
                 await outbound.close()
+                await context.drivers.close()
     finally:
         rewriters.shutdown(wait=False, cancel_futures=True)

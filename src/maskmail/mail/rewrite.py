@@ -128,6 +128,30 @@ def origin(headers: EmailMessage, envelope_sender: str) -> Origin:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A message as it arrived, read once: what forwarding it needs."""
+
+    raw: bytes
+    # The body, byte for byte, and the header fields in order (``header_fields``).
+    body: bytes
+    fields: Fields
+    origin: Origin
+    # It carries the loop marker we add to every forward: our own mail came back.
+    looped: bool
+
+
+def read(raw: bytes, envelope_sender: str, loop_marker: str) -> Incoming:
+    """The message split, its header block parsed (the body never is), its author and
+    whether it carries ``loop_marker``."""
+    header_block, body = split_message(raw)
+    headers = parse_headers(header_block)
+    fields = header_fields(headers)
+    return Incoming(
+        raw, body, fields, origin(headers, envelope_sender), has_loop_marker(fields, loop_marker)
+    )
+
+
 def has_loop_marker(fields: Fields, marker: str) -> bool:
     return any(
         name.lower() == LOOP_HEADER.lower() and value.strip().lower() == marker.lower()
@@ -160,7 +184,12 @@ class Forward:
 
     relay_address: str
     reverse_alias: str | None
-    received: str
+    # What our Received line says: the client's HELO name and address, our host name,
+    # and when.
+    helo: str | None
+    peer_ip: str | None
+    hostname: str
+    when: datetime
     loop_marker: str
     spam: bool
     # The connecting host is a trusted relay, so its filter's verdict headers stay.
@@ -183,17 +212,23 @@ def _line(name: str, value: str) -> bytes:
     return "\r\n".join([f"{name}: {first}", *folds, ""]).encode("utf-8", "surrogateescape")
 
 
-def rewrite(raw: bytes, fields: Fields, author: Origin, forward: Forward) -> bytes:
+def rewrite(message: Incoming, forward: Forward) -> bytes:
     """The forwarded message: our headers, the allowed original ones, the original body."""
-    _, body = split_message(raw)
     kept = [
         (name, value)
-        for name, value in fields
+        for name, value in message.fields
         if name.lower() in ALLOWLIST or (forward.keep_verdicts and name.lower() in VERDICT_HEADERS)
     ]
+    received = received_header(
+        helo=forward.helo,
+        peer_ip=forward.peer_ip,
+        hostname=forward.hostname,
+        relay_address=forward.relay_address,
+        when=forward.when,
+    )
     out = [
-        forward.received.encode("ascii"),
-        _line("From", formataddr((sender_display(author), forward.relay_address), "utf-8")),
+        received.encode("ascii"),
+        _line("From", formataddr((sender_display(message.origin), forward.relay_address), "utf-8")),
         _line(LOOP_HEADER, forward.loop_marker),
     ]
     if forward.reverse_alias is not None:
@@ -204,4 +239,4 @@ def rewrite(raw: bytes, fields: Fields, author: Origin, forward: Forward) -> byt
         if not any(n.lower() == "x-spam-flag" for n, _ in kept):
             out.append(_line("X-Spam-Flag", "YES"))
     out.extend(_line(name, value) for name, value in kept)
-    return b"".join(out) + b"\r\n" + body
+    return b"".join(out) + b"\r\n" + message.body

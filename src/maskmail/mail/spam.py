@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import httpx
 
 from maskmail.core import spam as rules
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SpamCheck:
+    """What the spam check found about one message."""
+
+    spam: bool
+    # The connecting host is a trusted relay: its filter's verdict headers count, and a
+    # forward keeps them.
+    trusted: bool
 
 
 class SpamJudge:
@@ -27,7 +38,7 @@ class SpamJudge:
     def trusts(self, peer_ip: str | None) -> bool:
         return rules.is_trusted(peer_ip, self.trusted)
 
-    async def is_spam(
+    async def check(
         self,
         *,
         peer_ip: str | None,
@@ -36,12 +47,15 @@ class SpamJudge:
         helo: str | None,
         mail_from: str,
         recipient: str,
-    ) -> bool:
-        if self.trusts(peer_ip) and rules.headers_say_spam(fields):
-            return True
+    ) -> SpamCheck:
+        """Spam when a trusted relay's filter says so, else as rspamd (if set) says."""
+        trusted = self.trusts(peer_ip)
+        if trusted and rules.headers_say_spam(fields):
+            return SpamCheck(spam=True, trusted=trusted)
         if self.rspamd_url and self.client is not None:
-            return await self._ask_rspamd(message, peer_ip, helo, mail_from, recipient)
-        return False
+            spam = await self._ask_rspamd(message, peer_ip, helo, mail_from, recipient)
+            return SpamCheck(spam, trusted)
+        return SpamCheck(spam=False, trusted=trusted)
 
     async def _ask_rspamd(
         self, message: bytes, peer_ip: str | None, helo: str | None, mail_from: str, rcpt: str

@@ -44,7 +44,7 @@ from maskmail.store import bounces as bounce_store
 from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.activity import add_to_today
 from maskmail.store.clock import now, today
-from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.driver import Driver, Script, Statement, as_driver, run_on
 from maskmail.store.owner_lock import lock_owner, locking
 from maskmail.store.tables import addresses, subdomains, users
 
@@ -381,18 +381,24 @@ def _counting_sqlite(counters: tuple[Counter, ...]) -> tuple[Statement, Statemen
     )
 
 
-async def count_mail(driver: Driver, address_id: int, counters: Iterable[Counter]) -> None:
+def counted(dialect: str, address_id: int, counters: Iterable[Counter]) -> Script[None]:
     """Add one to each counter, and to the address's counts of today, atomically: what
-    the mail plane does per message."""
+    the mail plane does per message, as one script (run it ONE_WRITE): one statement on
+    PostgreSQL, two in one write transaction on SQLite."""
     named = set(counters)
     wanted = tuple(c for c in _COUNTERS if c in named)
     if not wanted:
         return
     day = today()
+    if dialect == "postgresql":
+        yield _counting_postgresql(wanted), (day, address_id)
+        return
+    counters_of_address, counts_of_today = _counting_sqlite(wanted)
+    yield counters_of_address, (address_id,)
+    yield counts_of_today, (day, address_id)
+
+
+async def count_mail(driver: Driver, address_id: int, counters: Iterable[Counter]) -> None:
+    """``counted`` on a driver connection the caller holds."""
     async with driver.single_write():
-        if driver.dialect == "postgresql":
-            await driver.rows(_counting_postgresql(wanted), day, address_id)
-            return
-        counters_of_address, counts_of_today = _counting_sqlite(wanted)
-        await driver.rows(counters_of_address, address_id)
-        await driver.rows(counts_of_today, day, address_id)
+        await run_on(driver, counted(driver.dialect, address_id, counters))

@@ -1,11 +1,16 @@
-"""What the mail plane looks up per message, on the driver (store/driver.py says why): a
-recipient with its owner (and the reverse alias already made for the sender at hand),
-and the route of a reply. Counting is ``addresses.count_mail``.
+"""What the mail plane reads and writes per message, on the driver (store/driver.py says
+why), each as one script run in one transaction: a recipient with its owner and
+mailboxes (at RCPT), the same address again with the sender's reverse alias, made if
+need be (just before a forward), and the route of a reply. Counting is
+``addresses.count_mail``.
 """
 
 from __future__ import annotations
 
+import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, exists, select
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -16,7 +21,8 @@ from maskmail.core.pgp import DeliveryKey
 from maskmail.core.records import RelayAddress
 from maskmail.store import reverse_aliases as aliases
 from maskmail.store.addresses import ADDRESS_COLUMNS, record
-from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.clock import now
+from maskmail.store.driver import Driver, Script, Statement, as_driver
 from maskmail.store.tables import (
     address_mailboxes,
     addresses,
@@ -26,86 +32,20 @@ from maskmail.store.tables import (
     users,
 )
 
-# The address in RelayAddress's field order, then its owner's mailbox: one round trip.
-_OWNED = addresses.join(users, users.c.id == addresses.c.user_id)
-_OF = (
-    addresses.c.address == bindparam("local"),
-    addresses.c.domain == bindparam("domain"),
-    addresses.c.subdomain.is_not_distinct_from(bindparam("subdomain")),
-)
-_RECIPIENT = Statement.from_core(
-    select(*ADDRESS_COLUMNS, users.c.email).select_from(_OWNED).where(*_OF),
-    "local",
-    "domain",
-    "subdomain",
-)
-# The same, and the reverse alias of one sender if it was made already: at DATA the
-# message's sender is known, and nearly every forward needs its alias.
-_RECIPIENT_AND_ALIAS = Statement.from_core(
-    select(*ADDRESS_COLUMNS, users.c.email, reverse_aliases.c.alias, reverse_aliases.c.domain)
-    .select_from(
-        _OWNED.outerjoin(
-            reverse_aliases,
-            (reverse_aliases.c.address_id == addresses.c.id)
-            & (reverse_aliases.c.sender == bindparam("sender")),
-        )
-    )
-    .where(*_OF),
-    "sender",
-    "local",
-    "domain",
-    "subdomain",
-)
 _WIDTH = len(ADDRESS_COLUMNS)
 
 
-@dataclass(frozen=True, slots=True)
-class Recipient:
-    address: RelayAddress
-    owner_mailbox: str
-    # The reverse alias for the sender asked about, when it exists already.
-    reverse_alias: str | None = None
-
-
-async def find_recipient(
-    driver: Driver,
-    local: str,
-    domain: str,
-    *,
-    subdomain: str | None = None,
-    sender: str | None = None,
-) -> Recipient | None:
-    """The live relay address ``local@[subdomain.]domain`` and its owner's real mailbox;
-    with a ``sender``, also the reverse alias made for it, if any."""
-    args = (local.lower(), domain.lower(), subdomain.lower() if subdomain else None)
-    if sender is None:
-        rows = await driver.rows(_RECIPIENT, *args)
-    else:
-        rows = await driver.rows(_RECIPIENT_AND_ALIAS, reverse.sender_key(sender), *args)
-    if not rows:
-        return None
-    row = rows[0]
-    made = sender is not None and row[_WIDTH + 1] is not None
-    alias = f"{row[_WIDTH + 1]}@{row[_WIDTH + 2]}" if made else None
-    return Recipient(record(row[:_WIDTH]), str(row[_WIDTH]), alias)
-
-
-async def reverse_alias(driver: Driver, address_id: int, sender: str, *, domain: str) -> str:
-    """The reverse alias for this relay address and sender, as a full address; made on
-    first use (``reverse_aliases.found_or_made``)."""
-    made = await aliases.found_or_made(driver, address_id, sender, domain=domain)
-    return made.full_address
-
-
-_DESTINATIONS = Statement.from_core(
-    select(
+def _destination_columns(address_id: Any) -> tuple[Any, ...]:
+    """A mailbox as ``_destination`` reads it; whether the address ``address_id`` (a
+    column or a parameter) chose it."""
+    return (
         mailboxes.c.id,
         mailboxes.c.email,
         mailboxes.c.verified,
         mailboxes.c.paused_time.is_not(None),
         mailboxes.c.is_default,
         exists().where(
-            address_mailboxes.c.address_id == bindparam("address_id"),
+            address_mailboxes.c.address_id == address_id,
             address_mailboxes.c.mailbox_id == mailboxes.c.id,
         ),
         mailbox_keys.c.public_key,
@@ -113,7 +53,144 @@ _DESTINATIONS = Statement.from_core(
         mailbox_keys.c.encrypt_subject,
         mailbox_keys.c.failed_time.is_not(None),
     )
-    .select_from(mailboxes.outerjoin(mailbox_keys, mailbox_keys.c.mailbox_id == mailboxes.c.id))
+
+
+def _destination(r: Sequence[Any]) -> Destination:
+    return Destination(
+        int(r[0]),
+        str(r[1]),
+        bool(r[2]),
+        bool(r[3]),
+        bool(r[4]),
+        bool(r[5]),
+        key=None if r[6] is None else DeliveryKey(str(r[6]), str(r[7]), bool(r[8]), bool(r[9])),
+    )
+
+
+_WITH_KEYS = mailboxes.outerjoin(mailbox_keys, mailbox_keys.c.mailbox_id == mailboxes.c.id)
+# The address in RelayAddress's field order, its owner's mailbox, then each of the
+# owner's mailboxes (none: one row of NULLs): one statement.
+_RECIPIENT = Statement.from_core(
+    select(*ADDRESS_COLUMNS, users.c.email, *_destination_columns(addresses.c.id))
+    .select_from(
+        addresses.join(users, users.c.id == addresses.c.user_id).outerjoin(
+            _WITH_KEYS, mailboxes.c.user_id == users.c.id
+        )
+    )
+    .where(
+        addresses.c.address == bindparam("local"),
+        addresses.c.domain == bindparam("domain"),
+        addresses.c.subdomain.is_not_distinct_from(bindparam("subdomain")),
+    )
+    .order_by(mailboxes.c.id),
+    "local",
+    "domain",
+    "subdomain",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Recipient:
+    address: RelayAddress
+    owner_mailbox: str
+    # Every mailbox of the owner; which take this address's mail is
+    # ``core.mailboxes.targets``.
+    destinations: tuple[Destination, ...] = ()
+
+
+def find_recipient(
+    local: str, domain: str, *, subdomain: str | None = None
+) -> Script[Recipient | None]:
+    """The live relay address ``local@[subdomain.]domain``, its owner's real mailbox and
+    the owner's mailboxes (run it READ)."""
+    args = (local.lower(), domain.lower(), subdomain.lower() if subdomain else None)
+    rows = yield _RECIPIENT, args
+    if not rows:
+        return None
+    first = rows[0]
+    boxes = tuple(_destination(row[_WIDTH + 1 :]) for row in rows if row[_WIDTH + 1] is not None)
+    return Recipient(record(first[:_WIDTH]), str(first[_WIDTH]), boxes)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A relay address read again just before its forward."""
+
+    # None: deleted since it was looked up.
+    address: RelayAddress | None
+    # The reverse alias replies to the sender go to, as an address; None without a
+    # sender, for a disabled address, or when no alias could be made this round (one
+    # made concurrently for the pair, or a taken alias drawn: the next round finds it).
+    reverse_alias: str | None = None
+
+
+_ADDRESS = Statement.from_core(
+    select(*ADDRESS_COLUMNS).where(addresses.c.id == bindparam("address_id")), "address_id"
+)
+_ADDRESS_AND_ALIAS = Statement.from_core(
+    select(*ADDRESS_COLUMNS, reverse_aliases.c.alias, reverse_aliases.c.domain)
+    .select_from(
+        addresses.outerjoin(
+            reverse_aliases,
+            (reverse_aliases.c.address_id == addresses.c.id)
+            & (reverse_aliases.c.sender == bindparam("sender")),
+        )
+    )
+    .where(addresses.c.id == bindparam("address_id")),
+    "sender",
+    "address_id",
+    only="sqlite",
+)
+# PostgreSQL: the alias made (while the address is enabled) and the address read with it
+# in one statement, atomic alone. The read does not see the row the insert writes (one
+# snapshot), hence coalesce. Only our own constants are put into the text.
+_A = ", ".join(f"a.{column.name}" for column in ADDRESS_COLUMNS)
+_ADDRESS_MAKING_ALIAS = Statement.per_dialect(
+    postgresql=f"WITH m AS ({aliases.MAKE_IF_ENABLED.postgresql} RETURNING alias, domain) "  # noqa: S608
+    f"SELECT {_A}, coalesce(r.alias, m.alias), coalesce(r.domain, m.domain) "
+    "FROM addresses a LEFT JOIN reverse_aliases r ON r.address_id = a.id AND r.sender = $2 "
+    "LEFT JOIN m ON TRUE WHERE a.id = $1"
+)
+
+
+def recheck(
+    dialect: str,
+    address_id: int,
+    sender: str | None,
+    *,
+    domain: str,
+    token: reverse.TokenSource = secrets.token_bytes,
+) -> Script[Checked]:
+    """The relay address ``address_id`` again, as it is now, and the reverse alias at
+    ``domain`` for ``sender`` (None: nobody to answer), made on the sender's first
+    message while the address is enabled: what a forward needs from the database, in one
+    statement on PostgreSQL (run it ONE_WRITE) and one write transaction on SQLite.
+
+    Uniqueness rests on the constraints: a row made concurrently for the pair, or a taken
+    alias, leaves ``reverse_alias`` None for an enabled address, and the caller runs this
+    again (``aliases.MAX_ROUNDS`` times at most), as ``aliases.found_or_made`` does."""
+    if sender is None:
+        rows = yield _ADDRESS, (address_id,)
+        return Checked(record(rows[0]) if rows else None)
+    made = (address_id, reverse.sender_key(sender), reverse.generate_alias_local(token), domain)
+    if dialect == "postgresql":
+        rows = yield _ADDRESS_MAKING_ALIAS, (*made, now())
+    else:
+        yield aliases.MAKE_IF_ENABLED, (*made, now())
+        rows = yield _ADDRESS_AND_ALIAS, (made[1], address_id)
+    if not rows:
+        return Checked(None)
+    row = rows[0]
+    alias = row[_WIDTH]
+    return Checked(
+        record(row[:_WIDTH]),
+        None if alias is None else reverse.alias_address(alias, row[_WIDTH + 1]),
+    )
+
+
+_DESTINATIONS = Statement.from_core(
+    select(*_destination_columns(bindparam("address_id")))
+    .select_from(_WITH_KEYS)
     .where(mailboxes.c.user_id == bindparam("user_id"))
     .order_by(mailboxes.c.id),
     "address_id",
@@ -124,19 +201,7 @@ _DESTINATIONS = Statement.from_core(
 async def destinations(driver: Driver, user_id: int, address_id: int) -> list[Destination]:
     """Every mailbox of the address's owner, whether the address chose it, and its
     OpenPGP key; the rule of which get mail is ``core.mailboxes.targets``."""
-    rows = await driver.rows(_DESTINATIONS, address_id, user_id)
-    return [
-        Destination(
-            int(r[0]),
-            str(r[1]),
-            bool(r[2]),
-            bool(r[3]),
-            bool(r[4]),
-            bool(r[5]),
-            key=None if r[6] is None else DeliveryKey(str(r[6]), str(r[7]), bool(r[8]), bool(r[9])),
-        )
-        for r in rows
-    ]
+    return [_destination(r) for r in await driver.rows(_DESTINATIONS, address_id, user_id)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ class ReverseAlias:
 
     @property
     def full_address(self) -> str:
-        return f"{self.alias}@{self.domain}"
+        return reverse.alias_address(self.alias, self.domain)
 
 
 # Found or made in one round trip on PostgreSQL: the pair's row if there is one, else the
@@ -42,6 +42,18 @@ _FOUND_OR_MADE = Statement.per_dialect(
     "SELECT ?1, ?2, ?3::varchar, ?4::varchar, ?5::bigint WHERE NOT EXISTS (SELECT 1 FROM f) "
     "ON CONFLICT DO NOTHING RETURNING alias, domain, created_time) "
     "SELECT * FROM f UNION ALL SELECT * FROM m",
+)
+# The mail plane's: a sender's reverse alias made only while its relay address is enabled,
+# in the one statement or transaction that reads the address again before a forward
+# (store/mailflow.py). Arguments: the address id, the sender's key, the alias, its domain
+# and the time; nothing is written when the pair has a row or the alias is taken.
+_MAKE_IF_ENABLED = (
+    "INSERT INTO reverse_aliases (address_id, sender, alias, domain, created_time) "
+    "SELECT id, {}, {}, {}, {} FROM addresses WHERE id = ?1 AND enabled ON CONFLICT DO NOTHING"
+)
+MAKE_IF_ENABLED = Statement.per_dialect(
+    sqlite=_MAKE_IF_ENABLED.format("?2", "?3", "?4", "?5"),
+    postgresql=_MAKE_IF_ENABLED.format("?2::varchar", "?3::varchar", "?4::varchar", "?5::bigint"),
 )
 _PAIR = Statement.portable(
     "SELECT alias, domain, created_time FROM reverse_aliases WHERE address_id = ? AND sender = ?"

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
+from maskmail.core import reverse
 from maskmail.core.errors import UserNotFound
 from maskmail.store import accounts, mailboxes, tombstones
 from maskmail.store import subdomains as relay_subdomains
@@ -97,7 +98,7 @@ async def export_user(conn: AsyncConnection, email: str) -> dict[str, Any]:
             {
                 "address_id": row.address_id,
                 "sender": row.sender,
-                "reverse_alias": f"{row.alias}@{row.domain}",
+                "reverse_alias": reverse.alias_address(row.alias, row.domain),
                 "created_time": row.created_time,
             }
             for row in contacts
