@@ -20,6 +20,7 @@ from maskmail.web.pages import (
     mailboxes,
     password,
     signin,
+    signup,
     subdomain,
 )
 
@@ -36,6 +37,7 @@ for pages in (
     keys,
     password,
     help,
+    signup,
 ):
     router.include_router(pages.router)
 
