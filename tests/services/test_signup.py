@@ -3,11 +3,13 @@ the dashboard hands them."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from email import message_from_bytes
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.config import Settings
 from maskmail.core.errors import (
@@ -15,13 +17,18 @@ from maskmail.core.errors import (
     InvalidAddress,
     MailboxNotFound,
     RateLimited,
+    UserNotFound,
 )
 from maskmail.core.invitations import InvitationInvalid
+from maskmail.core.mailboxes import VERIFY_SECONDS
 from maskmail.core.passwords import WeakPassword, verify
 from maskmail.core.signup import SignUpClosed
 from maskmail.http_shared.ratelimit import Limiter
 from maskmail.services import invitations, signup
 from maskmail.store import accounts, mailboxes, sessions, signups
+from maskmail.store.clock import now
+from maskmail.store.engine import transaction
+from maskmail.store.tables import pending_signups
 from tests.support import add_custom_domain
 
 # argon2id at its lowest cost (autouse), as the dashboard's tests have it.
@@ -208,3 +215,32 @@ async def test_without_an_outbound_path_nothing_is_made(conn: AsyncConnection) -
             sender=None,
             links=LINKS,
         )
+
+
+async def test_abandoned_sign_ups_are_forgotten(conn: AsyncConnection) -> None:
+    await _sign_up(conn, Recorder(), "old@example.com")
+    old = await accounts.user_id_for_email(conn, "old@example.com")
+    await conn.execute(
+        update(pending_signups)
+        .where(pending_signups.c.user_id == old)
+        .values(created_time=now() - VERIFY_SECONDS - 1)
+    )
+    await _sign_up(conn, Recorder(), "fresh@example.com")
+    with pytest.raises(UserNotFound):
+        await accounts.user_id_for_email(conn, "old@example.com")
+    assert await signups.by_email(conn, "fresh@example.com") is not None
+
+
+async def test_racing_sign_ups_with_one_address_make_one_account(engine: AsyncEngine) -> None:
+    email = f"race-{id(engine)}@example.com"
+
+    async def one() -> str:
+        async with transaction(engine) as conn:
+            return await _sign_up(conn, Recorder(), email)
+
+    tickets = await asyncio.gather(one(), one())
+    assert all(tickets)
+    async with transaction(engine) as conn:
+        user = await accounts.user_id_for_email(conn, email)
+        assert len(await mailboxes.list_mailboxes(conn, user)) == 1
+        await accounts.delete_user_rows(conn, user)

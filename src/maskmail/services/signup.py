@@ -28,15 +28,17 @@ from maskmail.core.errors import (
     InvalidAddress,
     MailboxNotFound,
     RateLimited,
+    UserExists,
     UserNotFound,
 )
-from maskmail.core.mailboxes import at_relay_domain, digest
+from maskmail.core.mailboxes import VERIFY_SECONDS, at_relay_domain, digest
 from maskmail.services import invitations
 from maskmail.services import mailboxes as mailbox_flow
 from maskmail.services.mailboxes import Limiter
 from maskmail.services.relay_domains import is_relay_host, relay_domains
 from maskmail.services.sending import Sender
 from maskmail.store import accounts, custom_domains, mailboxes, signups
+from maskmail.store.clock import now
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,20 +89,23 @@ async def sign_up(
 ) -> str:
     """Sign up, and return the ticket the page's code form carries.
 
-    Refusals (closed, a bad invitation, a bad address or password) come before anything
-    is looked up by the address. The invitation is spent whether or not the address has
+    Refusals (closed, a bad password, a bad invitation, a bad address) come before
+    anything is looked up by the address. The invitation is spent whether or not the address has
     an account, so that spending it tells nothing either; a refusal later rolls back
     with the caller's transaction and leaves the invitation unspent.
     """
     current = check_open(settings)
+    # First, before any write: the hash takes a while, and a write would hold SQLite's
+    # lock through it.
+    password_hash = await asyncio.to_thread(passwords.hash_password, password)
     invitation = None
     if current is rules.Mode.INVITE:
         invitation = await invitations.redeem(conn, invite)
     email = await check_email(conn, settings, email)
-    password_hash = await asyncio.to_thread(passwords.hash_password, password)
     if sender is None:
         raise DeliveryDeferred("this server has no outbound path for its mail")
     ticket = rules.new_ticket()
+    await _forget_abandoned(conn)
     try:
         user_id = await accounts.user_id_for_email(conn, email)
     except UserNotFound:
@@ -114,7 +119,11 @@ async def sign_up(
             return ticket
         # A sign-up that still waits for its mailbox: the newer one replaces it.
         await accounts.delete_user_rows(conn, user_id)
-    user_id = await accounts.add_user(conn, email, first_mailbox=False)
+    try:
+        user_id = await accounts.add_user(conn, email, first_mailbox=False)
+    except UserExists:
+        # Another sign-up with the address got there first; its message is on its way.
+        return ticket
     mailbox = await mailbox_flow.add_and_ask(
         conn, settings, user_id, email, sender=sender, link_for=links.verify
     )
@@ -124,6 +133,17 @@ async def sign_up(
     if invitation is not None:
         await invitations.record_account(conn, invitation.id, user_id)
     return ticket
+
+
+# Abandoned sign-ups removed by each new one: more than one, so that they cannot pile up.
+_FORGET_AT_ONCE = 5
+
+
+async def _forget_abandoned(conn: AsyncConnection) -> None:
+    """Remove accounts whose sign-up's code and link expired unused: they could never
+    sign in, and ``maskmail user list`` would show them forever."""
+    for user_id in await signups.expired(conn, now() - VERIFY_SECONDS, limit=_FORGET_AT_ONCE):
+        await accounts.delete_user_rows(conn, user_id)
 
 
 def _from(settings: Settings) -> str:

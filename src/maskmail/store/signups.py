@@ -65,6 +65,17 @@ async def by_email(conn: AsyncConnection, email: str) -> Pending | None:
     return None if row is None else Pending(int(row[0]), int(row[1]), int(row[2]))
 
 
+async def expired(conn: AsyncConnection, before: int, *, limit: int) -> list[int]:
+    """Up to ``limit`` accounts whose sign-up began before ``before`` and still waits."""
+    found = await conn.scalars(
+        select(pending_signups.c.user_id)
+        .where(pending_signups.c.created_time < before)
+        .order_by(pending_signups.c.created_time)
+        .limit(limit)
+    )
+    return [int(user_id) for user_id in found]
+
+
 async def finish(conn: AsyncConnection, user_id: int) -> str | None:
     """Remove the waiting sign-up and give its password hash, once; None when there is
     none (it was finished already, or replaced)."""
