@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import delete, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.core.errors import InvalidAddress
@@ -116,3 +116,5 @@ async def test_two_racing_redeems_of_one_token_one_wins(engine: AsyncEngine) -> 
 
     results = await asyncio.gather(*(redeem() for _ in range(6)))
     assert sorted(results) == [False] * 5 + [True]
+    async with transaction(engine) as conn:
+        await conn.execute(delete(table).where(table.c.id == made.invitation.id))
