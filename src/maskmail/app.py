@@ -63,6 +63,7 @@ def create_app(
         app.state.signin_limiter = Limiter(settings.signin_rate_limit, settings.redis_url)
         app.state.memo = Memo()
         app.state.code_limiter = Limiter(MAILBOX_CODE_RATE, settings.redis_url)
+        app.state.signup_limiter = Limiter(settings.signup_rate_limit, settings.redis_url)
         app.state.outbound = outbound
         app.state.key_uses.start(drivers)
         on_started()
@@ -75,6 +76,7 @@ def create_app(
             await app.state.limiter.close()
             await app.state.signin_limiter.close()
             await app.state.code_limiter.close()
+            await app.state.signup_limiter.close()
             if outbound is not None:
                 await outbound.close()
             if engine is None:

@@ -122,6 +122,15 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"
     # Clients (IPs or networks, comma-separated) that may read GET /metrics.
     metrics_allow: str = "127.0.0.0/8,::1"
+    # Who may make an account (docs/operations.md, "Sign-up"): nobody but the operator
+    # ("closed"), people with an invitation ("invite"), or anyone ("open"). New accounts
+    # get the limits above (MASKMAIL_MAX_*_PER_USER) until an admin sets their own.
+    signup: Literal["closed", "invite", "open"] = "closed"
+    # Sign-up attempts per client and per address, in the limits library's notation.
+    signup_rate_limit: str = "5/hour"
+    # Where the dashboard is served (scheme, host, any path prefix), for the links the
+    # command line prints (`maskmail invite create`); unset: https:// and the domain.
+    public_url: str = ""
 
     @classmethod
     def settings_customise_sources(
@@ -138,7 +147,7 @@ class Settings(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=Path(toml_path)))
         return tuple(sources)
 
-    @field_validator("log_format", "log_level", mode="before")
+    @field_validator("log_format", "log_level", "signup", mode="before")
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
@@ -190,6 +199,31 @@ class Settings(BaseSettings):
         if prefix is None:
             raise ValueError("must be a URL path such as /maskmail")
         return prefix
+
+    @field_validator("signup_rate_limit")
+    @classmethod
+    def _check_signup_rate(cls, value: str) -> str:
+        from limits import parse
+
+        try:
+            parse(value)
+        except ValueError as exc:
+            raise ValueError("must be a rate such as 5/hour") from exc
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _check_public_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        scheme, sep, rest = value.partition("://")
+        if value and (not sep or scheme not in {"http", "https"} or not rest):
+            raise ValueError("must be a URL such as https://relay.example.com")
+        return value
+
+    @property
+    def dashboard_url(self) -> str:
+        """Where the dashboard is served, for links made outside a request."""
+        return self.public_url or f"https://{self.domain}"
 
     @property
     def resolved_database_url(self) -> str:

@@ -35,7 +35,8 @@ async def orphans(conn: AsyncConnection) -> list[str]:
     for table in metadata.sorted_tables:
         for fk in table.foreign_keys:
             parent = fk.column
-            missing = ~exists().where(parent == fk.parent)
+            # A null in a nullable key (who made an invitation) points at nothing.
+            missing = fk.parent.is_not(None) & ~exists().where(parent == fk.parent)
             count = await conn.scalar(select(func.count()).select_from(table).where(missing))
             if count:
                 found.append(f"{table.name}.{fk.parent.name}: {count}")

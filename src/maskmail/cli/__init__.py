@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from maskmail import __version__
-from maskmail.cli import backups, db, doctor, domains, keys, serving, users
+from maskmail.cli import backups, db, doctor, domains, invites, keys, serving, users
 from maskmail.cli.common import Fail, schema_behind, settings
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ app.add_typer(users.app, name="user")
 app.add_typer(keys.app, name="key")
 app.add_typer(keys.dkim_app, name="dkim")
 app.add_typer(domains.app, name="domains")
+app.add_typer(invites.app, name="invite")
 app.command()(backups.backup)
 app.command()(backups.restore)
 app.command()(serving.serve)

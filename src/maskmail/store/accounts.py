@@ -51,8 +51,9 @@ class Owner:
     key_id: int
 
 
-async def add_user(conn: AsyncConnection, email: str) -> int:
-    """The user, named by ``email``, which is also their mailbox one."""
+async def add_user(conn: AsyncConnection, email: str, *, first_mailbox: bool = True) -> int:
+    """The user, named by ``email``, which is also their mailbox one (made verified here,
+    unless ``first_mailbox`` is False: sign-up adds it unverified, services/signup.py)."""
     created = now()
     try:
         async with conn.begin_nested():
@@ -64,7 +65,8 @@ async def add_user(conn: AsyncConnection, email: str) -> int:
     except IntegrityError as exc:
         raise UserExists(f"a user with that email already exists: {email}") from exc
     user_id = int(result.scalar_one())
-    await mailboxes.add_first(conn, user_id, email, created)
+    if first_mailbox:
+        await mailboxes.add_first(conn, user_id, email, created)
     return user_id
 
 

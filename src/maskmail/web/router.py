@@ -21,6 +21,7 @@ from maskmail.web.pages import (
     mailboxes,
     password,
     signin,
+    signup,
     subdomain,
 )
 
@@ -39,6 +40,7 @@ for pages in (
     keys,
     password,
     help,
+    signup,
 ):
     router.include_router(pages.router)
 

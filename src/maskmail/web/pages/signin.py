@@ -10,6 +10,7 @@ from maskmail.store import sessions
 from maskmail.web import csrf, throttle
 from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import change, plain_text, read_form
+from maskmail.web.pages.signup import signup_offered
 from maskmail.web.render import back_to, page
 from maskmail.web.sessions import LIFETIME, clear_cookie, hash_token, new_token, set_cookie
 
@@ -21,7 +22,15 @@ WRONG = "Wrong email or password."
 def sign_in_page(
     request: Request, *, email: str = "", error: str = "", status: int = 200
 ) -> Response:
-    return page(request, "signin.html", None, email=email, error=error, status=status)
+    return page(
+        request,
+        "signin.html",
+        None,
+        email=email,
+        error=error,
+        status=status,
+        signup=signup_offered(request),
+    )
 
 
 @router.post("/sign-in")
