@@ -122,6 +122,13 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"
     # Clients (IPs or networks, comma-separated) that may read GET /metrics.
     metrics_allow: str = "127.0.0.0/8,::1"
+    # Password reset by mail (docs/dashboard.md): requests allowed per client and per
+    # email asked for, each.
+    password_reset_rate_limit: str = "5/hour"  # noqa: S105 (a rate, not a password)
+    # Mail a user on a sign-in from a browser they have not signed in from before; the
+    # browsers each user has, the least recently seen forgotten first.
+    signin_notice: bool = True
+    known_devices_per_user: int = Field(default=20, ge=1, le=1000)
 
     @classmethod
     def settings_customise_sources(

@@ -13,12 +13,15 @@ from maskmail.web.pages import (
     activity,
     address,
     addresses,
+    delete_account,
     domains,
+    forgot,
     help,
     keys,
     mailbox_keys,
     mailboxes,
     password,
+    reset,
     signin,
     subdomain,
 )
@@ -36,6 +39,9 @@ for pages in (
     keys,
     password,
     help,
+    forgot,
+    reset,
+    delete_account,
 ):
     router.include_router(pages.router)
 
