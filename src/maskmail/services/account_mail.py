@@ -3,18 +3,19 @@ to the account's default verified mailbox, through the outbound path forwards ta
 (``Sender``: the mail plane's smarthost or outbox, DKIM-signed when a key is set), sent
 after the page has answered.
 
-Sending after the answer keeps the answer's time free of the smarthost's, and so it
-tells nothing (the reset form answers alike for an account that does not exist). At
-most ``MOST_PENDING`` messages wait at once per process; past that, new ones are
-dropped and logged. A message still waiting when the process stops is lost; the person
-asks again. Log lines name neither the mailbox nor the message's content.
+Sending after the answer (``start_soon`` once the response is out, then a task of its
+own) keeps the answer's time free of the database's and the smarthost's work for the
+message, and so it tells nothing (the reset form answers alike for an account that does
+not exist). At most ``MOST_PENDING`` messages wait at once per process; past that, new
+ones are dropped and logged. A message still waiting when the process stops is lost;
+the person asks again. Log lines name neither the mailbox nor the message's content.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -61,6 +62,12 @@ def start(work: Coroutine[Any, Any, None], what: str) -> bool:
     _pending.add(task)
     task.add_done_callback(_pending.discard)
     return True
+
+
+async def start_soon(make: Callable[[], Coroutine[Any, Any, None]], what: str) -> None:
+    """``start(make(), what)``, for a door to run once its answer is out (a Starlette
+    background task runs after the last byte of the response)."""
+    start(make(), what)
 
 
 async def settle() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncConnection
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from maskmail.http_shared.forwarded import client_host
@@ -40,4 +41,9 @@ async def note_sign_in(
     )
     sender: Sender | None = request.app.state.outbound
     if seen.notice is not None and sender is not None:
-        account_mail.start(account_mail.deliver(sender, *seen.notice), "sign-in notice")
+        message, mailbox = seen.notice
+        response.background = BackgroundTask(
+            account_mail.start_soon,
+            lambda: account_mail.deliver(sender, message, mailbox),
+            "sign-in notice",
+        )

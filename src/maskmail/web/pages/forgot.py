@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from limits import RateLimitItem, parse
+from starlette.background import BackgroundTask
 from starlette.responses import Response
 
 from maskmail.config import Settings
@@ -64,20 +65,23 @@ async def ask_for_link(request: Request) -> Response:
         return page(request, "forgot.html", None, email=email, error=error, status=422)
     if not await _allowed(request, email):
         return page(request, "forgot.html", None, email=email, error=TOO_MANY, status=429)
+    # The same page, whoever has the email: only the mailbox learns whether it exists.
+    response = page(request, "forgot.html", None, sent=True)
     sender: Sender | None = request.app.state.outbound
     if sender is None:
         log.warning("a password reset was asked for, but this server sends no mail")
-    else:
-        reset_page = url_to(request, RESET_PAGE)
-        account_mail.start(
-            password_reset.mail_link(
-                request.app.state.engine,
-                request.app.state.settings,
-                sender,
-                email,
-                lambda token: f"{reset_page}?{urlencode({'token': token})}",
-            ),
-            "password reset link",
-        )
-    # The same page, whoever has the email: only the mailbox learns whether it exists.
-    return page(request, "forgot.html", None, sent=True)
+        return response
+    engine, settings = request.app.state.engine, request.app.state.settings
+    reset_page = url_to(request, RESET_PAGE)
+    response.background = BackgroundTask(
+        account_mail.start_soon,
+        lambda: password_reset.mail_link(
+            engine,
+            settings,
+            sender,
+            email,
+            lambda token: f"{reset_page}?{urlencode({'token': token})}",
+        ),
+        "password reset link",
+    )
+    return response
