@@ -198,6 +198,17 @@ class Settings(BaseSettings):
             raise ValueError("must be a URL path such as /maskmail")
         return prefix
 
+    @field_validator("password_reset_rate_limit")
+    @classmethod
+    def _check_reset_rate(cls, value: str) -> str:
+        from limits import parse  # here: the commands that never serve load no limits
+
+        try:
+            parse(value)
+        except ValueError as exc:
+            raise ValueError("must be a rate such as 5/hour") from exc
+        return value
+
     @property
     def resolved_database_url(self) -> str:
         """The SQLAlchemy URL with an async driver, defaulting to SQLite in the data dir."""

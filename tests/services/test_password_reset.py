@@ -234,3 +234,9 @@ async def test_a_new_device_is_told_to_the_default_mailbox(conn: AsyncConnection
     assert re.search(r"When: \d{4}-\d\d-\d\d \d\d:\d\d UTC", text)
     quiet = Settings(domain="maskrelay.net", signin_notice=False)
     assert (await sign_in(None, quiet)).notice is None
+
+
+def test_the_reset_rate_is_checked_at_start_up() -> None:
+    assert Settings(password_reset_rate_limit="2/minute").password_reset_rate_limit == "2/minute"
+    with pytest.raises(ValueError, match="5/hour"):
+        Settings(password_reset_rate_limit="often")
