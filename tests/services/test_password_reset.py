@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from maskmail.config import Settings
 from maskmail.core import passwords
 from maskmail.core.errors import UserNotFound
-from maskmail.services import account_deletion, devices, password_reset
+from maskmail.services import account_deletion, account_mail, devices, password_reset
 from maskmail.services.password_reset import LinkUnusable, PasswordsDiffer
 from maskmail.store import accounts, sessions
 from maskmail.store import addresses as store_addresses
@@ -240,3 +240,19 @@ def test_the_reset_rate_is_checked_at_start_up() -> None:
     assert Settings(password_reset_rate_limit="2/minute").password_reset_rate_limit == "2/minute"
     with pytest.raises(ValueError, match="5/hour"):
         Settings(password_reset_rate_limit="often")
+
+
+async def test_mail_still_leaving_at_shutdown_is_waited_for_then_given_up() -> None:
+    recorder = Recorder()
+    stuck = asyncio.Event()
+
+    async def slow() -> None:
+        await stuck.wait()
+
+    assert account_mail.start(account_mail.deliver(recorder, b"one", "a@example.com"), "one")
+    assert account_mail.start(slow(), "stuck")
+    started = asyncio.get_running_loop().time()
+    await account_mail.settle(0.2)
+    assert asyncio.get_running_loop().time() - started < 5
+    assert [r[2] for r in recorder.sent] == ["a@example.com"]
+    await account_mail.settle()  # nothing is left waiting

@@ -70,7 +70,15 @@ async def start_soon(make: Callable[[], Coroutine[Any, Any, None]], what: str) -
     start(make(), what)
 
 
-async def settle() -> None:
-    """Wait until every message started so far is sent or given up (tests, shutdown)."""
-    while _pending:
-        await asyncio.gather(*list(_pending), return_exceptions=True)
+async def settle(grace: float | None = None) -> None:
+    """Wait until every message started so far is sent or given up (tests, and the app's
+    shutdown, before the outbound path closes); past ``grace`` seconds the rest are
+    cancelled, and logged as not sent."""
+    waiting = len(_pending)
+    try:
+        async with asyncio.timeout(grace):
+            while _pending:
+                await asyncio.gather(*list(_pending), return_exceptions=True)
+    except TimeoutError:
+        # Cancelling the gather cancelled the tasks it waited for.
+        log.warning("account mail: %d of %d messages not sent at shutdown", len(_pending), waiting)
