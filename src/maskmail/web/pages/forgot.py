@@ -5,7 +5,7 @@ an account has it; the link's message is made and sent after the answer
 from __future__ import annotations
 
 import logging
-from functools import cache
+from functools import lru_cache
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -32,7 +32,7 @@ RESET_PAGE = "show_reset_page"
 TOO_MANY = "Too many requests for a reset link; try again in an hour."
 
 
-@cache
+@lru_cache(maxsize=4)  # one rate a process; a few in tests
 def _rate(text: str) -> RateLimitItem:
     return parse(text)
 
