@@ -18,6 +18,7 @@ from maskmail.api.memo import Memo
 from maskmail.config import Settings
 from maskmail.http_shared.ratelimit import Limiter
 from maskmail.readiness import Readiness
+from maskmail.services import account_mail
 from maskmail.services.sending import Sender
 from maskmail.store.driver import DriverPool
 from maskmail.store.engine import create_engine, shown
@@ -28,6 +29,8 @@ from maskmail.web.pages import mailbox_link
 MAILBOX_CODE_RATE = "5/hour"
 # Driver connections the hot routes keep between requests (store/driver.py DriverPool).
 KEPT_CONNECTIONS = 4
+# Seconds a stopping app waits for account mail still leaving.
+ACCOUNT_MAIL_GRACE = 5
 
 log = logging.getLogger("maskmail")
 
@@ -77,6 +80,8 @@ def create_app(
             await app.state.signin_limiter.close()
             await app.state.code_limiter.close()
             await app.state.signup_limiter.close()
+            # Reset links and sign-in notices still leaving (services/account_mail.py).
+            await account_mail.settle(ACCOUNT_MAIL_GRACE)
             if outbound is not None:
                 await outbound.close()
             if engine is None:

@@ -131,6 +131,13 @@ class Settings(BaseSettings):
     # Where the dashboard is served (scheme, host, any path prefix), for the links the
     # command line prints (`maskmail invite create`); unset: https:// and the domain.
     public_url: str = ""
+    # Password reset by mail (docs/dashboard.md): requests allowed per client and per
+    # email asked for, each.
+    password_reset_rate_limit: str = "5/hour"  # noqa: S105 (a rate, not a password)
+    # Mail a user on a sign-in from a browser they have not signed in from before; the
+    # browsers each user has, the least recently seen forgotten first.
+    signin_notice: bool = True
+    known_devices_per_user: int = Field(default=20, ge=1, le=1000)
 
     @classmethod
     def settings_customise_sources(
@@ -200,10 +207,10 @@ class Settings(BaseSettings):
             raise ValueError("must be a URL path such as /maskmail")
         return prefix
 
-    @field_validator("signup_rate_limit")
+    @field_validator("signup_rate_limit", "password_reset_rate_limit")
     @classmethod
-    def _check_signup_rate(cls, value: str) -> str:
-        from limits import parse
+    def _check_rate(cls, value: str) -> str:
+        from limits import parse  # here: the commands that never serve load no limits
 
         try:
             parse(value)

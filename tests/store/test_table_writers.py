@@ -36,6 +36,8 @@ WRITER = {
     "web_sessions": "sessions",
     "invitations": "invitations",
     "pending_signups": "signups",
+    "password_resets": "password_resets",
+    "known_devices": "devices",
 }
 # A write of a table named at run time: deleting an account is ON DELETE CASCADE done by
 # hand over every table that leads to the user (accounts.delete_user_rows says why).

@@ -348,3 +348,26 @@ pending_signups = Table(
     Column("password_hash", String(255), nullable=False),
     Column("created_time", BigInteger, nullable=False),
 )
+
+# Password reset links (store/password_resets.py): the SHA-256 of each link's random
+# token, never the token; a row is deleted when its link is used, so a link works once.
+password_resets = Table(
+    "password_resets",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("created_time", BigInteger, nullable=False),
+    Column("expires_time", BigInteger, nullable=False),
+    Index(None, "user_id"),
+)
+
+# The browsers each user has signed in from (store/devices.py): the SHA-256 of the
+# long-lived device cookie; a sign-in from any other browser is mailed to the user.
+known_devices = Table(
+    "known_devices",
+    metadata,
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("device_hash", String(64), primary_key=True),
+    Column("created_time", BigInteger, nullable=False),
+    Column("last_seen_time", BigInteger, nullable=False),
+)

@@ -14,12 +14,15 @@ from maskmail.web.pages import (
     activity,
     address,
     addresses,
+    delete_account,
     domains,
+    forgot,
     help,
     keys,
     mailbox_keys,
     mailboxes,
     password,
+    reset,
     signin,
     signup,
     subdomain,
@@ -41,6 +44,9 @@ for pages in (
     password,
     help,
     signup,
+    forgot,
+    reset,
+    delete_account,
 ):
     router.include_router(pages.router)
 

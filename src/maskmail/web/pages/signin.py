@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from maskmail.http_shared.connection import Conn
 from maskmail.store import sessions
-from maskmail.web import csrf, throttle
+from maskmail.web import csrf, device_cookie, throttle
 from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import change, plain_text, read_form
 from maskmail.web.pages.signup import signup_offered
@@ -50,6 +50,7 @@ async def sign_in(request: Request, conn: Conn) -> Response:
     await sessions.start_session(conn, account.user_id, hash_token(token), lifetime=LIFETIME)
     response = back_to(request, "/")
     set_cookie(request, response, token)
+    await device_cookie.note_sign_in(request, conn, response, account.user_id)
     return response
 
 
