@@ -34,6 +34,10 @@ WRITER = {
     "mailbox_keys": "mailbox_keys",
     "verification_mails": "verification_mails",
     "web_sessions": "sessions",
+    "totp_secrets": "two_factor",
+    "recovery_codes": "two_factor",
+    "security_keys": "two_factor",
+    "two_factor_pending": "two_factor",
 }
 # A write of a table named at run time: deleting an account is ON DELETE CASCADE done by
 # hand over every table that leads to the user (accounts.delete_user_rows says why).

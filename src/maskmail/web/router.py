@@ -21,6 +21,9 @@ from maskmail.web.pages import (
     password,
     signin,
     subdomain,
+    two_factor,
+    two_factor_keys,
+    two_factor_signin,
 )
 
 router = APIRouter(include_in_schema=False)
@@ -36,6 +39,9 @@ for pages in (
     keys,
     password,
     help,
+    two_factor,
+    two_factor_keys,
+    two_factor_signin,
 ):
     router.include_router(pages.router)
 
