@@ -68,10 +68,15 @@ async def test_recovery_codes_are_spent_once(conn: AsyncConnection) -> None:
 async def test_keys_are_the_owners_and_unique(conn: AsyncConnection) -> None:
     user_id = await accounts.add_user(conn, "wes@example.com")
     other = await accounts.add_user(conn, "xia@example.com")
-    key = {"credential_id": "cred-1", "public_key": "pk", "sign_count": 0, "name": "Blue"}
-    key_id = await store.add_key(conn, user_id, **key)
+    key_id = await store.add_key(
+        conn, user_id, credential_id="cred-1", public_key="pk", sign_count=0, name="Blue"
+    )
     assert key_id is not None
-    assert await store.add_key(conn, other, **key) is None  # one credential, one account
+    # One credential, one account.
+    again = await store.add_key(
+        conn, other, credential_id="cred-1", public_key="pk", sign_count=0, name="Blue"
+    )
+    assert again is None
     assert await store.is_on(conn, user_id) and not await store.is_on(conn, other)
     assert await store.key_by_credential(conn, other, "cred-1") is None
     await store.mark_key_used(conn, key_id, 7)

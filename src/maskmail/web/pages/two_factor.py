@@ -4,8 +4,6 @@ two_factor_signin.py."""
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
@@ -58,7 +56,7 @@ async def confirm_totp(request: Request, conn: Conn) -> Response:
     if await counted.refused():
         return totp_page(request, viewer, enrolment, error=TOO_MANY, status=429)
     code = plain_text(form.get("code"), 64)
-    codes = await two_factor.confirm_totp(conn, viewer.user_id, code, time.time())
+    codes = await two_factor.confirm_totp(conn, viewer.user_id, code, two_factor.now())
     if codes is None:
         await counted.failed()
         return totp_page(request, viewer, enrolment, error=WRONG_CODE, status=422)
@@ -86,7 +84,7 @@ async def turn_off(request: Request, conn: Conn) -> Response:
         return await settings_page(request, conn, viewer, error=TOO_MANY, status=429)
     error = await password_error(request, conn, viewer, str(form.get("password") or ""))
     code = plain_text(form.get("code"), 64)
-    if not error and not await two_factor.turn_off(conn, viewer.user_id, code, time.time()):
+    if not error and not await two_factor.turn_off(conn, viewer.user_id, code, two_factor.now()):
         await counted.failed()
         error = WRONG_CODE
     if error:

@@ -6,8 +6,6 @@ short-lived cookie; the session is made here, once, when the second step passes.
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Request
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
@@ -102,7 +100,7 @@ async def second_step(request: Request, conn: Conn) -> Response:
     if (refused := await _refused(request, conn, token_hash)) is not None:
         return refused
     code = plain_text(form.get("code"), 64)
-    outcome = await two_factor.second_step(conn, token_hash, code, time.time())
+    outcome = await two_factor.second_step(conn, token_hash, code, two_factor.now())
     return await _outcome(request, conn, token_hash, outcome)
 
 
