@@ -4,6 +4,8 @@ and API keys left alone. The clock is held still (services/two_factor.now)."""
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import secrets
 from collections.abc import AsyncIterator
@@ -18,6 +20,7 @@ from maskmail.core import keys
 from maskmail.services import two_factor
 from maskmail.services.two_factor import STEP
 from maskmail.store import accounts
+from maskmail.store import two_factor as store
 from tests.api.conftest import client_for, make_settings, started_app
 from tests.web.conftest import PASSWORD, Db, Person, SignIn, add_person
 
@@ -230,3 +233,48 @@ async def test_the_waiting_cookie_is_no_session(
     async with client_for(app) as stranger:
         answer = await second(stranger, "000000")
     assert answer.status_code == 401 and "has ended" in answer.text
+
+
+async def test_security_keys_need_a_host_name(sign_in: SignIn, app: FastAPI) -> None:
+    jay = await sign_in("jay2fa@example.com")
+    named = await jay.post("/two-factor/keys/new", {"name": "Blue key"})
+    assert named.status_code == 200 and 'data-webauthn="create"' in named.text
+    options = re.search(r'data-options="([^"]+)"', named.text)
+    assert options is not None
+    assert json.loads(html.unescape(options.group(1)))["rp"]["id"] == "testserver"
+    # At an IP address the browser would refuse the relying party: the page says so.
+    token = await jay.csrf()
+    at_ip = await jay.client.post(
+        "/two-factor/keys/new",
+        data={"csrf": token, "name": "Blue key"},
+        headers={"Host": "127.0.0.1", "Origin": "http://127.0.0.1"},
+    )
+    assert at_ip.status_code == 422 and "not an IP address" in at_ip.text
+
+
+async def test_a_key_answer_that_does_not_verify_adds_nothing(sign_in: SignIn, db: Db) -> None:
+    kim = await sign_in("kim2fa@example.com")
+    assert (await kim.post("/two-factor/keys/new", {"name": "Fake"})).status_code == 200
+    forged = '{"id": "AAAA", "rawId": "AAAA", "type": "public-key", "response": {}}'
+    for credential in (forged, "not json", ""):
+        answer = await kim.post("/two-factor/keys", {"name": "Fake", "credential": credential})
+        assert answer.status_code == 422 and "was not added" in answer.text
+    state = await db.read(two_factor.status, kim.user_id)
+    assert not state.on and state.recovery_left == 0
+
+
+async def test_the_last_second_factor_is_not_removed_alone(
+    sign_in: SignIn, db: Db, clock: Clock
+) -> None:
+    lea = await sign_in("lea2fa@example.com")
+    key_id = await db.write(
+        store.add_key, lea.user_id, credential_id="lea-1", public_key="pk", sign_count=0, name="K"
+    )
+    wrong = await lea.post(f"/two-factor/keys/{key_id}/delete", {"password": "not the one"})
+    last = await lea.post(f"/two-factor/keys/{key_id}/delete", {"password": PASSWORD})
+    assert wrong.status_code == 422 and "password is wrong" in wrong.text
+    assert last.status_code == 422 and "last second factor" in last.text
+    await enrol(lea, clock)
+    removed = await lea.post(f"/two-factor/keys/{key_id}/delete", {"password": PASSWORD})
+    assert removed.status_code == 303
+    assert (await db.read(store.count_keys, lea.user_id)) == 0
