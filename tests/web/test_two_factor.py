@@ -278,3 +278,15 @@ async def test_the_last_second_factor_is_not_removed_alone(
     removed = await lea.post(f"/two-factor/keys/{key_id}/delete", {"password": PASSWORD})
     assert removed.status_code == 303
     assert (await db.read(store.count_keys, lea.user_id)) == 0
+
+
+async def test_the_rp_id_setting_wins_over_the_host(database_url: str, db: Db) -> None:
+    settings = make_settings(database_url, webauthn_rp_id="relay.example.com")
+    email = f"max{secrets.token_hex(4)}@example.com"
+    user_id = await db.write(add_person, email)
+    async with started_app(settings) as app, client_for(app) as client:
+        await client.post("/sign-in", data={"email": email, "password": PASSWORD})
+        named = await Person(email, user_id, client).post("/two-factor/keys/new", {"name": "K"})
+    options = re.search(r'data-options="([^"]+)"', named.text)
+    assert options is not None
+    assert json.loads(html.unescape(options.group(1)))["rp"]["id"] == "relay.example.com"
