@@ -108,3 +108,16 @@ async def test_turning_off_needs_a_good_code(conn: AsyncConnection) -> None:
     assert await two_factor.turn_off(conn, user_id, app.at(NOW), NOW)
     state = await two_factor.status(conn, user_id)
     assert not state.on and state.recovery_left == 0
+
+
+async def test_confirming_the_owner_needs_a_code_only_with_two_factor_on(
+    conn: AsyncConnection,
+) -> None:
+    plain = await accounts.add_user(conn, "hal@example.com")
+    assert await two_factor.confirm_owner(conn, plain, "", NOW)
+    user_id, app, codes = await _enrolled(conn, "ida@example.com")
+    assert not await two_factor.confirm_owner(conn, user_id, "", NOW)
+    assert not await two_factor.confirm_owner(conn, user_id, "000000", NOW)
+    assert await two_factor.confirm_owner(conn, user_id, app.at(NOW), NOW)
+    assert await two_factor.confirm_owner(conn, user_id, codes[0], NOW)
+    assert not await two_factor.confirm_owner(conn, user_id, codes[0], NOW)

@@ -164,6 +164,14 @@ async def turn_off(conn: AsyncConnection, user_id: int, code: str, moment: float
     return True
 
 
+async def confirm_owner(conn: AsyncConnection, user_id: int, code: str, moment: float) -> bool:
+    """For a change that needs the owner's second factor as well as the password (deleting
+    the account): True when two-factor is off, or ``code`` passes (and is spent)."""
+    if not await store.is_on(conn, user_id):
+        return True
+    return await check_code(conn, user_id, code, moment)
+
+
 # The sign-in's second step
 
 
