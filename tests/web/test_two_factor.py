@@ -242,6 +242,11 @@ async def test_security_keys_need_a_host_name(sign_in: SignIn, app: FastAPI) -> 
     options = re.search(r'data-options="([^"]+)"', named.text)
     assert options is not None
     assert json.loads(html.unescape(options.group(1)))["rp"]["id"] == "testserver"
+    # The page's script is our own file, versioned by its hash, and served.
+    script = re.search(r'<script src="(/assets/two_factor\.js\?v=[0-9a-f]{12})"', named.text)
+    assert script is not None
+    served = await jay.client.get(script.group(1))
+    assert served.status_code == 200 and "navigator.credentials.create" in served.text
     # At an IP address the browser would refuse the relying party: the page says so.
     token = await jay.csrf()
     at_ip = await jay.client.post(
