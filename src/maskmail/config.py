@@ -200,7 +200,7 @@ class Settings(BaseSettings):
     @field_validator("webauthn_rp_id")
     @classmethod
     def _check_rp_id(cls, value: str) -> str:
-        value = value.strip().lower().rstrip(".")
+        value = normal_domain(value)
         if value and (not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", value) or _is_ip(value)):
             raise ValueError("must be a host name such as relay.example.com, not an IP address")
         return value

@@ -14,6 +14,7 @@ from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import change, plain_text, require_viewer
 from maskmail.web.pages.two_factor_tries import TOO_MANY, tries
 from maskmail.web.pages.two_factor_view import (
+    WRONG_CODE,
     codes_page,
     password_error,
     settings_page,
@@ -22,8 +23,6 @@ from maskmail.web.pages.two_factor_view import (
 from maskmail.web.render import back_to
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
-
-WRONG_CODE = "That code is wrong, or was used already."
 
 
 def _issuer(request: Request) -> str:

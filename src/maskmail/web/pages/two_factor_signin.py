@@ -19,12 +19,12 @@ from maskmail.web.guard import plain_text, read_form
 from maskmail.web.pages.signin import signed_in
 from maskmail.web.pages.two_factor_keys import MAX_CREDENTIAL, NO_KEYS, relying_party
 from maskmail.web.pages.two_factor_tries import TOO_MANY, tries
+from maskmail.web.pages.two_factor_view import WRONG_CODE
 from maskmail.web.render import back_to, page
 from maskmail.web.sessions import PENDING_COOKIE, clear_cookie, hash_token
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
 
-WRONG = "That code is wrong, or was used already."
 ENDED = "This sign-in has ended (too many tries, or too long). Sign in again."
 
 
@@ -77,7 +77,7 @@ async def _outcome(
         await tries(request, user_id).failed()
     if step is Step.ENDED:
         return _ended(request)
-    return await _page(request, conn, token_hash, renew=True, error=WRONG, status=401)
+    return await _page(request, conn, token_hash, renew=True, error=WRONG_CODE, status=401)
 
 
 async def _refused(request: Request, conn: AsyncConnection, token_hash: str) -> Response | None:

@@ -16,6 +16,8 @@ from maskmail.web import throttle
 from maskmail.web.render import page
 from maskmail.web.sessions import Viewer
 
+WRONG_CODE = "That code is wrong, or was used already."
+
 
 async def settings_page(
     request: Request,
