@@ -61,3 +61,11 @@ def test_toml_file_sets_values_and_environment_wins(
     settings = Settings()
     assert (settings.domain, settings.max_page_size) == ("mask.example.org", 25)
     assert settings.rate_limit == "7/second"
+
+
+def test_the_webauthn_rp_id_is_a_host_name() -> None:
+    assert Settings(webauthn_rp_id=" Relay.Example.COM. ").webauthn_rp_id == "relay.example.com"
+    assert Settings().webauthn_rp_id == ""
+    for bad in ("10.0.0.1", "::1", "relay.example.com:8443", "https://relay.example.com"):
+        with pytest.raises(ValidationError):
+            Settings(webauthn_rp_id=bad)

@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     # browsers each user has, the least recently seen forgotten first.
     signin_notice: bool = True
     known_devices_per_user: int = Field(default=20, ge=1, le=1000)
+    # Two-factor sign-in (docs/dashboard.md). The WebAuthn relying party id: the host name
+    # the dashboard is opened at (never an IP address, which browsers refuse); unset: the
+    # request's host, through a trusted proxy's X-Forwarded-Host.
+    webauthn_rp_id: str = ""
+    # Wrong second steps (codes, keys) allowed per account and per client.
+    two_factor_rate_limit: str = "20/hour"
 
     @classmethod
     def settings_customise_sources(
@@ -207,7 +213,7 @@ class Settings(BaseSettings):
             raise ValueError("must be a URL path such as /maskmail")
         return prefix
 
-    @field_validator("signup_rate_limit", "password_reset_rate_limit")
+    @field_validator("signup_rate_limit", "password_reset_rate_limit", "two_factor_rate_limit")
     @classmethod
     def _check_rate(cls, value: str) -> str:
         from limits import parse  # here: the commands that never serve load no limits
@@ -231,6 +237,14 @@ class Settings(BaseSettings):
     def dashboard_url(self) -> str:
         """Where the dashboard is served, for links made outside a request."""
         return self.public_url or f"https://{self.domain}"
+
+    @field_validator("webauthn_rp_id")
+    @classmethod
+    def _check_rp_id(cls, value: str) -> str:
+        value = normal_domain(value)
+        if value and (not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", value) or _is_ip(value)):
+            raise ValueError("must be a host name such as relay.example.com, not an IP address")
+        return value
 
     @property
     def resolved_database_url(self) -> str:
@@ -294,6 +308,14 @@ def split_host_port(value: str) -> tuple[str, int]:
     if not sep or not host or not port.isdecimal() or not 0 < int(port) < 65536:
         raise ValueError("must be host:port, such as 127.0.0.1:25 or [::1]:25")
     return host, int(port)
+
+
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _networks(value: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:

@@ -52,6 +52,7 @@ def test_every_surrogate_id_table_is_covered() -> None:
         "mailboxes",
         "web_sessions",
         "invitations",
+        "security_keys",
     }
     assert all(t.dialect_kwargs.get("sqlite_autoincrement") for t in SURROGATE)
 
@@ -93,6 +94,15 @@ def _row(table: Table, user_id: int, address_id: int) -> dict[str, object]:
         return {**values, "user_id": user_id, "email": f"{tag}@x.example", "email_key": tag}
     if table is tables.invitations:
         return {**values, "created_by": user_id, "token_hash": tag * 4, "expires_time": 2}
+    if table is tables.security_keys:
+        return {
+            **values,
+            "user_id": user_id,
+            "credential_id": tag,
+            "public_key": "pk",
+            "sign_count": 0,
+            "name": "key",
+        }
     assert table is web_sessions
     return {**values, "user_id": user_id, "token_hash": tag * 4, "expires_time": 2}
 

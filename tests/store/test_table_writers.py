@@ -38,6 +38,10 @@ WRITER = {
     "pending_signups": "signups",
     "password_resets": "password_resets",
     "known_devices": "devices",
+    "totp_secrets": "two_factor",
+    "recovery_codes": "two_factor",
+    "security_keys": "two_factor",
+    "two_factor_pending": "two_factor",
 }
 # A write of a table named at run time: deleting an account is ON DELETE CASCADE done by
 # hand over every table that leads to the user (accounts.delete_user_rows says why).

@@ -371,3 +371,58 @@ known_devices = Table(
     Column("created_time", BigInteger, nullable=False),
     Column("last_seen_time", BigInteger, nullable=False),
 )
+
+# Two-factor sign-in (migration 0017; services/two_factor.py). A user's TOTP secret:
+# pending until a code confirms it (enabled_time null), then in force; last_step is the
+# last time step a code was accepted for, so no code is taken twice.
+totp_secrets = Table(
+    "totp_secrets",
+    metadata,
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("secret", String(64), nullable=False),
+    Column("created_time", BigInteger, nullable=False),
+    Column("enabled_time", BigInteger, nullable=True),
+    Column("last_step", BigInteger, nullable=True),
+)
+
+# Single-use recovery codes, by the SHA-256 of the user's id and the code; a used one is
+# deleted.
+recovery_codes = Table(
+    "recovery_codes",
+    metadata,
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("code_hash", String(64), primary_key=True),
+)
+
+# WebAuthn security keys and passkeys: the credential's id and COSE public key
+# (base64url), the signature counter it last showed, and the name its owner gave it.
+security_keys = Table(
+    "security_keys",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("credential_id", String(1400), nullable=False, unique=True),
+    Column("public_key", Text, nullable=False),
+    Column("sign_count", BigInteger, nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("created_time", BigInteger, nullable=False),
+    Column("last_used_time", BigInteger, nullable=True),
+    Index(None, "user_id"),
+    sqlite_autoincrement=True,
+)
+
+# Short-lived, single-use states of a ceremony, found by the SHA-256 of a random token:
+# a sign-in waiting for its second step (kind "sign-in", the token in its own cookie),
+# or a security key being registered (kind "register"). The challenge is a WebAuthn
+# ceremony's; failures count the wrong second steps of this one sign-in.
+two_factor_pending = Table(
+    "two_factor_pending",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("challenge", String(128), nullable=True),
+    Column("failures", Integer, nullable=False, server_default="0"),
+    Column("expires_time", BigInteger, nullable=False),
+    Index(None, "user_id"),
+)

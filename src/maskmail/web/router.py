@@ -26,6 +26,9 @@ from maskmail.web.pages import (
     signin,
     signup,
     subdomain,
+    two_factor,
+    two_factor_keys,
+    two_factor_signin,
 )
 
 __all__ = ["install", "outside_routes", "router"]
@@ -47,6 +50,9 @@ for pages in (
     forgot,
     reset,
     delete_account,
+    two_factor,
+    two_factor_keys,
+    two_factor_signin,
 ):
     router.include_router(pages.router)
 

@@ -13,6 +13,9 @@ from maskmail.http_shared.public_url import site_url
 
 COOKIE = "maskmail_session"
 LIFETIME = 14 * 86_400
+# A sign-in waiting for its second step (services/two_factor.py): its own cookie, which
+# names no session and lives as long as the waiting state.
+PENDING_COOKIE = "maskmail_pending"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +47,18 @@ def is_https(request: Request) -> bool:
     return site_url(request).scheme == "https"
 
 
-def set_cookie(request: Request, response: Response, token: str) -> None:
+def set_cookie(
+    request: Request,
+    response: Response,
+    token: str,
+    *,
+    name: str = COOKIE,
+    max_age: int = LIFETIME,
+) -> None:
     response.set_cookie(
-        COOKIE,
+        name,
         token,
-        max_age=LIFETIME,
+        max_age=max_age,
         path=request.scope.get("root_path", "") or "/",
         httponly=True,
         samesite="lax",
@@ -56,9 +66,9 @@ def set_cookie(request: Request, response: Response, token: str) -> None:
     )
 
 
-def clear_cookie(request: Request, response: Response) -> None:
+def clear_cookie(request: Request, response: Response, *, name: str = COOKIE) -> None:
     response.delete_cookie(
-        COOKIE,
+        name,
         path=request.scope.get("root_path", "") or "/",
         httponly=True,
         samesite="lax",

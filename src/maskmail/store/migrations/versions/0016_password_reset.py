@@ -6,7 +6,7 @@ each browser's device cookie and when it was last seen; a sign-in from a browser
 listed mails the user a notice (docs/dashboard.md).
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 Create Date: 2026-11-27
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0016"
-down_revision: str | None = "0014"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
