@@ -34,6 +34,7 @@ WRITER = {
     "mailbox_keys": "mailbox_keys",
     "verification_mails": "verification_mails",
     "web_sessions": "sessions",
+    "audit_log": "audit_log",
 }
 # A write of a table named at run time: deleting an account is ON DELETE CASCADE done by
 # hand over every table that leads to the user (accounts.delete_user_rows says why).

@@ -27,11 +27,13 @@ from maskmail.store.tables import (
 )
 
 # The address in RelayAddress's field order, then its owner's mailbox: one round trip.
+# A disabled user's addresses are not found: their mail is refused as unknown.
 _OWNED = addresses.join(users, users.c.id == addresses.c.user_id)
 _OF = (
     addresses.c.address == bindparam("local"),
     addresses.c.domain == bindparam("domain"),
     addresses.c.subdomain.is_not_distinct_from(bindparam("subdomain")),
+    users.c.disabled.is_(False),
 )
 _RECIPIENT = Statement.from_core(
     select(*ADDRESS_COLUMNS, users.c.email).select_from(_OWNED).where(*_OF),
@@ -161,6 +163,7 @@ _REPLY_ROUTE = Statement.from_core(
     .where(
         reverse_aliases.c.alias == bindparam("alias"),
         reverse_aliases.c.domain == bindparam("domain"),
+        users.c.disabled.is_(False),
     ),
     "alias",
     "domain",

@@ -13,6 +13,7 @@ from maskmail.web.pages import (
     activity,
     address,
     addresses,
+    admin,
     domains,
     help,
     keys,
@@ -36,6 +37,7 @@ for pages in (
     keys,
     password,
     help,
+    admin,
 ):
     router.include_router(pages.router)
 
