@@ -34,6 +34,8 @@ WRITER = {
     "mailbox_keys": "mailbox_keys",
     "verification_mails": "verification_mails",
     "web_sessions": "sessions",
+    "invitations": "invitations",
+    "pending_signups": "signups",
     "audit_log": "audit_log",
 }
 # A write of a table named at run time: deleting an account is ON DELETE CASCADE done by

@@ -310,6 +310,43 @@ daily_activity = Table(
     Column("num_spam", BigInteger, nullable=False, server_default="0"),
 )
 
+# Single-use sign-up links (MASKMAIL_SIGNUP=invite; docs/operations.md): only the SHA-256
+# of the token is kept. ``created_by``: the admin who made it, null for the operator's
+# command line. ``used_time`` and ``used_by`` are set by the one statement that redeems
+# it, so that of two sign-ups with one link exactly one wins.
+invitations = Table(
+    "invitations",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_time", BigInteger, nullable=False),
+    Column("expires_time", BigInteger, nullable=False),
+    Column("created_by", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=True),
+    Column("used_time", BigInteger, nullable=True),
+    Column("used_by", IdType, ForeignKey("users.id", ondelete="CASCADE"), nullable=True),
+    Column("revoked_time", BigInteger, nullable=True),
+    sqlite_autoincrement=True,
+)
+
+# Accounts made by sign-up whose first mailbox is not verified yet (docs/dashboard.md):
+# the password waits here, so that the account cannot sign in before the mailbox is
+# proved; ``ticket_hash`` is the SHA-256 of what the sign-up page's code form carries.
+pending_signups = Table(
+    "pending_signups",
+    metadata,
+    Column("user_id", IdType, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column(
+        "mailbox_id",
+        IdType,
+        ForeignKey("mailboxes.id", ondelete="CASCADE"),
+        nullable=False,
+        unique=True,
+    ),
+    Column("ticket_hash", String(64), nullable=False, unique=True),
+    Column("password_hash", String(255), nullable=False),
+    Column("created_time", BigInteger, nullable=False),
+)
+
 # The admin page (migration 0018): who may see it, who is disabled (their keys, sessions
 # and addresses stop), the last sign-in, and limits of one user; a null limit follows the
 # server's setting (MASKMAIL_MAX_*_PER_USER).
