@@ -259,3 +259,48 @@ async def test_the_audit_log_is_shown_newest_first_and_paged(sign_in: SignIn, db
     for entry in await _log(db):
         text = repr(entry)
         assert PASSWORD not in text and "k" * 20 not in text
+
+
+async def test_invitations_are_made_listed_revoked_and_logged(sign_in: SignIn, db: Db) -> None:
+    root = await _admin(sign_in, db)
+    made = await root.post("/admin/invitations", {"expires": "2d"})
+    assert made.status_code == 200
+    found = re.search(
+        r'id="new-invitation">(http://testserver/sign-up\?invite=mmi_[^<]+)<', made.text
+    )
+    assert found is not None
+    token = found.group(1).split("invite=")[1]
+    listing = (await root.client.get("/admin/invitations")).text
+    assert token not in listing and ">open<" in listing
+    invitation_id = re.search(r'action="/admin/invitations/(\d+)/revoke"', listing)
+    assert invitation_id is not None
+    revoked = await root.post(f"/admin/invitations/{invitation_id.group(1)}/revoke")
+    assert revoked.status_code == 303
+    assert ">revoked<" in (await root.client.get("/admin/invitations")).text
+    # Again (another admin's tab): nothing changes, nothing is logged.
+    assert (
+        await root.post(f"/admin/invitations/{invitation_id.group(1)}/revoke")
+    ).status_code == 303
+    assert (await root.post("/admin/invitations/999999/revoke")).status_code == 404
+    log = await _log(db)
+    assert [(e.action, e.target) for e in log[:2]] == [
+        ("revoke invitation", f"invitation {invitation_id.group(1)}"),
+        ("invite", f"invitation {invitation_id.group(1)}"),
+    ]
+    assert log[1].detail.startswith("expires ") and all(token not in repr(e) for e in log)
+
+
+async def test_a_bad_expiry_is_refused_and_makes_nothing(sign_in: SignIn, db: Db) -> None:
+    root = await _admin(sign_in, db)
+    refused = await root.post("/admin/invitations", {"expires": "forever"})
+    assert refused.status_code == 422 and "Not a duration" in refused.text
+    assert "No invitations yet." in refused.text
+    assert [e.action for e in await _log(db)] == ["make admin"]
+
+
+async def test_invitations_are_unknown_to_others(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("ann@example.com")
+    unknown = await ann.client.get("/no-such-page")
+    _same_answer(await ann.client.get("/admin/invitations"), unknown)
+    _same_answer(await ann.post("/admin/invitations"), await ann.post("/no-such-page"))
+    assert await _log(db) == []

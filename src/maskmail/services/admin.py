@@ -11,6 +11,7 @@ the operator's command line is the way to undo that.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -18,9 +19,15 @@ from typing import Generic, TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.config import Settings
+from maskmail.core import invitations as invitation_rules
 from maskmail.core.errors import InvalidAddress, UserNotFound
+from maskmail.core.invitations import Invitation
+from maskmail.services import invitations
+from maskmail.services.invitations import NewInvitation
 from maskmail.store import accounts, audit_log, sessions, user_overview, users_admin
+from maskmail.store import invitations as invitation_store
 from maskmail.store.accounts import UserLimits
+from maskmail.store.clock import now
 from maskmail.store.owner_lock import lock_owner
 from maskmail.store.user_overview import UserRow
 
@@ -95,7 +102,12 @@ async def _locked(conn: AsyncConnection, user_id: int) -> str:
 
 
 async def _record(
-    conn: AsyncConnection, actor: Actor, action: str, target_id: int, target: str, detail: str = ""
+    conn: AsyncConnection,
+    actor: Actor,
+    action: str,
+    target_id: int | None,
+    target: str,
+    detail: str = "",
 ) -> None:
     await audit_log.write(
         conn,
@@ -197,3 +209,36 @@ async def delete_user(conn: AsyncConnection, actor: Actor, user_id: int) -> int:
     gone = await users_admin.delete_user(conn, target)
     await _record(conn, actor, "delete", user_id, target, f"{gone} addresses kept as tombstones")
     return gone
+
+
+def _when(seconds: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
+
+
+async def make_invitation(conn: AsyncConnection, actor: Actor, expires: str) -> NewInvitation:
+    """A single-use sign-up link good for ``expires`` (``7d``, ``12h``, ``30m``); the
+    log keeps its id and expiry, never its token."""
+    made = await invitations.create(
+        conn,
+        expires_in=invitation_rules.parse_duration(expires),
+        created_by=actor.user_id,
+    )
+    invitation = made.invitation
+    detail = f"expires {_when(invitation.expires_time)}"
+    await _record(conn, actor, "invite", None, f"invitation {invitation.id}", detail)
+    return made
+
+
+async def revoke_invitation(conn: AsyncConnection, actor: Actor, invitation_id: int) -> bool:
+    """Stop the invitation from working (InvitationNotFound for an unknown id); False,
+    and nothing logged, when it was no longer open."""
+    before = await invitation_store.get(conn, invitation_id)
+    if before.state(now()) is not invitation_rules.State.OPEN:
+        return False
+    await invitations.revoke(conn, invitation_id)
+    await _record(conn, actor, "revoke invitation", None, f"invitation {invitation_id}")
+    return True
+
+
+async def list_invitations(conn: AsyncConnection) -> list[Invitation]:
+    return await invitations.list_invitations(conn)

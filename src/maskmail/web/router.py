@@ -14,6 +14,7 @@ from maskmail.web.pages import (
     address,
     addresses,
     admin,
+    admin_invitations,
     domains,
     help,
     keys,
@@ -38,6 +39,7 @@ for pages in (
     password,
     help,
     admin,
+    admin_invitations,
 ):
     router.include_router(pages.router)
 

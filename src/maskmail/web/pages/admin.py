@@ -46,7 +46,9 @@ def _answer(request: Request, exc: Exception) -> Response:
     return error_pages.answer(request, exc)
 
 
-router = APIRouter(include_in_schema=False, route_class=answering_route(_answer))
+# The route class of every admin page (web/pages/admin_invitations.py too).
+AdminRoute = answering_route(_answer)
+router = APIRouter(include_in_schema=False, route_class=AdminRoute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,17 +57,17 @@ class Admin:
     actor: admin.Actor
 
 
-async def _admin(request: Request, conn: Conn) -> Admin:
+async def require_admin(request: Request, conn: Conn) -> Admin:
     viewer = await require_viewer(request, conn)
     if not await admin.is_admin(conn, viewer.user_id):
         raise NotAnAdmin
     return Admin(viewer, admin.Actor(viewer.user_id, viewer.email, client_host(request)))
 
 
-async def _change(request: Request, conn: Conn) -> tuple[Admin, FormData]:
+async def admin_change(request: Request, conn: Conn) -> tuple[Admin, FormData]:
     """An admin's change: the admin first (so that no one else learns more than an
     unknown path tells), then the form's token, then the client's rate."""
-    who = await _admin(request, conn)
+    who = await require_admin(request, conn)
     form = await read_form(request)
     csrf.check(request, form, who.viewer.csrf)
     limiter: Limiter = request.app.state.limiter
@@ -90,14 +92,14 @@ async def _attempt(conn: Conn, who: Admin, work: Callable[[], Awaitable[T]]) -> 
 
 @router.get("/admin")
 async def show_users(request: Request, conn: Conn) -> Response:
-    who = await _admin(request, conn)
+    who = await require_admin(request, conn)
     listed = await admin.users(conn, admin.page_number(request.query_params.get("page")))
     return page(request, "admin.html", who.viewer, listed=listed, section="users")
 
 
 @router.get("/admin/audit")
 async def show_audit(request: Request, conn: Conn) -> Response:
-    who = await _admin(request, conn)
+    who = await require_admin(request, conn)
     listed = await admin.audit(conn, admin.page_number(request.query_params.get("page")))
     return page(request, "admin_audit.html", who.viewer, listed=listed, section="audit")
 
@@ -120,7 +122,7 @@ def _user_page(
 
 @router.get("/admin/users/{user_id}")
 async def show_user(user_id: str, request: Request, conn: Conn) -> Response:
-    who = await _admin(request, conn)
+    who = await require_admin(request, conn)
     return _user_page(request, who, await _user(conn, who, user_id))
 
 
@@ -134,7 +136,7 @@ async def _refused_or_back(
 
 
 async def _switch(request: Request, conn: Conn, text: str, disabled: bool) -> Response:
-    who, _ = await _change(request, conn)
+    who, _ = await admin_change(request, conn)
     user_id = (await _user(conn, who, text)).id
     done = await _attempt(conn, who, lambda: admin.set_disabled(conn, who.actor, user_id, disabled))
     return await _refused_or_back(request, conn, who, user_id, done)
@@ -152,7 +154,7 @@ async def enable_user(user_id: str, request: Request, conn: Conn) -> Response:
 
 @router.post("/admin/users/{user_id}/limits")
 async def change_limits(user_id: str, request: Request, conn: Conn) -> Response:
-    who, form = await _change(request, conn)
+    who, form = await admin_change(request, conn)
     target = (await _user(conn, who, user_id)).id
 
     async def work() -> UserRow:
@@ -168,7 +170,7 @@ async def change_limits(user_id: str, request: Request, conn: Conn) -> Response:
 
 @router.get("/admin/users/{user_id}/delete")
 async def ask_delete_user(user_id: str, request: Request, conn: Conn) -> Response:
-    who = await _admin(request, conn)
+    who = await require_admin(request, conn)
     user = await _user(conn, who, user_id)
     return ask_to_delete(
         request,
@@ -184,7 +186,7 @@ async def ask_delete_user(user_id: str, request: Request, conn: Conn) -> Respons
 
 @router.post("/admin/users/{user_id}/delete")
 async def delete_user(user_id: str, request: Request, conn: Conn) -> Response:
-    who, _ = await _change(request, conn)
+    who, _ = await admin_change(request, conn)
     target = (await _user(conn, who, user_id)).id
     done = await _attempt(conn, who, lambda: admin.delete_user(conn, who.actor, target))
     if isinstance(done, Refused):
