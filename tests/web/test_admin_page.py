@@ -8,6 +8,7 @@ import re
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core import addresses as rules
 from maskmail.core import keys
@@ -84,23 +85,31 @@ async def test_an_admin_sees_users_with_counts_and_last_sign_in(sign_in: SignIn,
     never_row = re.search(r"never@example\.com</td>(.*?)</tr>", page, re.S)
     assert never_row is not None and ">never<" in never_row.group(1)
     assert f'href="/admin/users/{never}"' in page
-    assert "3 users" in page
+    assert f"{await db.read(accounts.count_users)} users" in page
 
 
 async def test_the_users_are_paged(sign_in: SignIn, db: Db) -> None:
     root = await _admin(sign_in, db)
 
-    async def many(conn: object) -> None:
+    async def many(conn: AsyncConnection) -> None:
         for n in range(admin.PAGE_SIZE):
-            await accounts.add_user(conn, f"u{n:03}@example.com")  # type: ignore[arg-type]
+            await accounts.add_user(conn, f"u{n:03}@example.com")
 
     await db.write(many)
-    first = (await root.client.get("/admin")).text
-    second = (await root.client.get("/admin?page=2")).text
-    assert "u000@example.com" in first and "u049@example.com" not in first
-    assert "u049@example.com" in second and "u000@example.com" not in second
-    assert "Page 2 of 2" in second and 'href="/admin?page=1"' in second
-    assert "Page 1 of 2" in (await root.client.get("/admin?page=junk")).text
+    # Other modules' tests may have left users behind: the pages are read as they are.
+    total = await db.read(accounts.count_users)
+    pages = -(-total // admin.PAGE_SIZE)
+    seen: list[str] = []
+    for number in range(1, pages + 1):
+        text = (await root.client.get(f"/admin?page={number}")).text
+        assert f"Page {number} of {pages}" in text
+        rows = re.findall(r'<td class="address">([^<]+)</td>', text)
+        assert len(rows) == (admin.PAGE_SIZE if number < pages else total - len(seen))
+        seen += rows
+    assert len(seen) == len(set(seen)) == total
+    assert {f"u{n:03}@example.com" for n in range(admin.PAGE_SIZE)} <= set(seen)
+    assert 'href="/admin?page=1"' in (await root.client.get("/admin?page=2")).text
+    assert "Page 1 of" in (await root.client.get("/admin?page=junk")).text
 
 
 async def test_disabling_stops_keys_sessions_and_sign_in_at_once(
