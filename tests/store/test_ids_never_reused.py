@@ -51,6 +51,8 @@ def test_every_surrogate_id_table_is_covered() -> None:
         "bounces",
         "mailboxes",
         "web_sessions",
+        "invitations",
+        "audit_log",
     }
     assert all(t.dialect_kwargs.get("sqlite_autoincrement") for t in SURROGATE)
 
@@ -90,6 +92,10 @@ def _row(table: Table, user_id: int, address_id: int) -> dict[str, object]:
         return {**values, "address_id": address_id, "received_time": 1, "kind": "hard"}
     if table is tables.mailboxes:
         return {**values, "user_id": user_id, "email": f"{tag}@x.example", "email_key": tag}
+    if table is tables.invitations:
+        return {**values, "token_hash": tag * 4, "expires_time": 2}
+    if table is tables.audit_log:
+        return {**values, "actor": "a", "action": "x", "target": tag}
     assert table is web_sessions
     return {**values, "user_id": user_id, "token_hash": tag * 4, "expires_time": 2}
 
