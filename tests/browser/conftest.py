@@ -31,6 +31,8 @@ class Site:
     # The records the site's DNS server (on loopback) answers with; empty: NXDOMAIN.
     zone: dict[str, list[tuple[str, str]]]
     keys: dict[str, str] = field(default_factory=dict)
+    # The server's environment, for running ``maskmail`` commands against it.
+    env: dict[str, str] = field(default_factory=dict)
 
     def api(self, email: str) -> httpx.Client:
         """The API as that user's scripts see it."""
@@ -82,7 +84,7 @@ def site(
         up = ("up", "--api-port", str(api_port), "--smtp-port", str(smtp_port))
         with running(env, *up, port=api_port, log=tmp / "up.log"):
             site_url = f"http://127.0.0.1:{api_port}"
-            yield Site(site_url, smtp_port, tmp / "var" / "outbox", zone, keys)
+            yield Site(site_url, smtp_port, tmp / "var" / "outbox", zone, keys, env)
 
 
 # Per module, not per session: Playwright's sync API keeps an event loop running on this

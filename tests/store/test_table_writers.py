@@ -42,6 +42,7 @@ WRITER = {
     "recovery_codes": "two_factor",
     "security_keys": "two_factor",
     "two_factor_pending": "two_factor",
+    "audit_log": "audit_log",
 }
 # A write of a table named at run time: deleting an account is ON DELETE CASCADE done by
 # hand over every table that leads to the user (accounts.delete_user_rows says why).

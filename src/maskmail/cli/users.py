@@ -98,3 +98,18 @@ def user_delete(email: str) -> None:
 
     gone = in_transaction(settings(), lambda conn: delete_user(conn, email))
     done(f"deleted the user and {plural(gone, 'address', 'addresses')} (kept as tombstones)")
+
+
+@app.command("admin")
+def user_admin(
+    email: str,
+    revoke: Annotated[
+        bool, typer.Option("--revoke", help="Take the admin page away from EMAIL instead.")
+    ] = False,
+) -> None:
+    """Make EMAIL an admin of the dashboard's admin page (written to the audit log)."""
+    from maskmail.services import admin
+
+    changed = in_transaction(settings(), lambda conn: admin.set_admin(conn, email, not revoke))
+    state = "no longer an admin" if revoke else "an admin"
+    done(f"{email} is {state}" if changed else f"{email} was {state} already")

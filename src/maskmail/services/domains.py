@@ -13,6 +13,7 @@ from maskmail.config import Settings
 from maskmail.core import custom_domains as rules
 from maskmail.core.custom_domains import CustomDomain
 from maskmail.core.dkim_keys import generate_key, txt_value
+from maskmail.services.admin import domain_limit
 from maskmail.services.relay_domains import relay_domains
 from maskmail.store import custom_domains as store
 from maskmail.store.engine import transaction
@@ -37,7 +38,7 @@ async def add_for(
         user_id,
         name,
         relay_domains=refused,
-        limit=settings.max_domains_per_user,
+        limit=await domain_limit(conn, user_id, settings),
         token=secrets.token_hex(16),
         selector=f"{settings.dkim_selector}-{secrets.token_hex(3)}",
         private_key=private,

@@ -12,6 +12,7 @@ from maskmail.config import Settings
 from maskmail.core import mailboxes as rules
 from maskmail.core.errors import DeliveryDeferred, RateLimited
 from maskmail.core.windows import in_words
+from maskmail.services.admin import mailbox_limit
 from maskmail.services.relay_domains import relay_domains
 from maskmail.services.sending import Sender
 from maskmail.store import mailboxes as store
@@ -39,7 +40,7 @@ async def add_and_ask(
     proof = rules.new_proof()
     mails = rules.MailLimits(settings.mailbox_verify_per_address, settings.mailbox_verify_per_user)
     mailbox = await store.add_mailbox(
-        conn, user_id, email, proof, limit=settings.max_mailboxes_per_user, mails=mails
+        conn, user_id, email, proof, limit=await mailbox_limit(conn, user_id, settings), mails=mails
     )
     message = rules.verification_message(
         to=email,

@@ -227,10 +227,14 @@ def mark_used(uses: Iterable[tuple[str, int]]) -> Script[None]:
         yield _MARK_USED, (when, key_hash)
 
 
-# The one key check, every door's: the owner of a live (unrevoked) key, and the key's id.
-# Text, because the listing and creation statements embed it (store/listing.py); never
-# answered from a cache, so a revoked key stops at once.
-LIVE_KEY = "SELECT user_id, id FROM api_keys WHERE key_hash = ? AND revoked_time IS NULL"
+# The one key check, every door's: the owner of a live (unrevoked) key, and the key's id;
+# a disabled user's keys are not live. Text, because the listing and creation statements
+# embed it (store/listing.py); never answered from a cache, so a revoked key, or a
+# disabled user's, stops at once.
+LIVE_KEY = (
+    "SELECT user_id, id FROM api_keys WHERE key_hash = ? AND revoked_time IS NULL "
+    "AND NOT EXISTS (SELECT 1 FROM users d WHERE d.id = api_keys.user_id AND d.disabled)"
+)
 _OWNER_FOR_KEY = text(LIVE_KEY.replace("?", ":key_hash"))
 _OWNER_FOR_KEY_ON_DRIVER = Statement.portable(LIVE_KEY)
 
@@ -245,3 +249,70 @@ async def owner_for_key(conn: AsyncConnection | Driver, key_hash: str) -> Owner 
         found = await conn.rows(_OWNER_FOR_KEY_ON_DRIVER, key_hash)
         row = found[0] if found else None
     return None if row is None else Owner(user_id=int(row[0]), key_id=int(row[1]))
+
+
+# The admin page's writes (services/admin.py runs them, each with its audit row).
+
+
+@dataclass(frozen=True, slots=True)
+class UserLimits:
+    """One user's own limits; None follows the server's setting (MASKMAIL_MAX_*)."""
+
+    addresses: int | None = None
+    mailboxes: int | None = None
+    domains: int | None = None
+
+
+_LIMIT_COLUMNS = (users.c.max_addresses, users.c.max_mailboxes, users.c.max_domains)
+
+
+async def set_admin(conn: AsyncConnection, user_id: int, admin: bool) -> None:
+    """Make the user an admin of the dashboard's admin page, or no longer one."""
+    await _set(conn, user_id, is_admin=admin)
+
+
+async def is_admin(conn: AsyncConnection, user_id: int) -> bool:
+    """True for an admin who is not disabled (asked on every admin request)."""
+    found = await conn.scalar(
+        select(users.c.id).where(
+            users.c.id == user_id, users.c.is_admin.is_(True), users.c.disabled.is_(False)
+        )
+    )
+    return found is not None
+
+
+async def set_disabled(conn: AsyncConnection, user_id: int, disabled: bool) -> None:
+    """Disable the user or enable them again. The key check (``LIVE_KEY``), the session
+    check (``store.sessions``) and the mail plane's recipient look-up
+    (``store.mailflow``) each read ``disabled`` in their own statement, so it holds on
+    the next request or message; ``sessions.end_all`` removes the sessions as well."""
+    await _set(conn, user_id, disabled=disabled)
+
+
+async def set_limits(conn: AsyncConnection, user_id: int, limits: UserLimits) -> None:
+    await _set(
+        conn,
+        user_id,
+        max_addresses=limits.addresses,
+        max_mailboxes=limits.mailboxes,
+        max_domains=limits.domains,
+    )
+
+
+async def limits_of(conn: AsyncConnection, user_id: int) -> UserLimits:
+    """The user's own limits (None: the server's setting)."""
+    row = (await conn.execute(select(*_LIMIT_COLUMNS).where(users.c.id == user_id))).first()
+    if row is None:
+        raise UserNotFound(f"no user with id {user_id}")
+    return UserLimits(row[0], row[1], row[2])
+
+
+async def mark_signed_in(conn: AsyncConnection, user_id: int, when: int) -> None:
+    """The time of the user's latest sign-in, shown on the admin page."""
+    await conn.execute(update(users).where(users.c.id == user_id).values(last_sign_in_time=when))
+
+
+async def _set(conn: AsyncConnection, user_id: int, **values: Any) -> None:
+    result = await conn.execute(update(users).where(users.c.id == user_id).values(**values))
+    if result.rowcount != 1:
+        raise UserNotFound(f"no user with id {user_id}")

@@ -93,7 +93,7 @@ _NEW_ROW_COLUMNS = (
 _SUBDOMAIN = (
     select(subdomains.c.subdomain).where(subdomains.c.user_id == users.c.id).scalar_subquery()
 )
-_USER = select(users.c.id, users.c.use_relay_subdomain, _SUBDOMAIN).where(
+_USER = select(users.c.id, users.c.use_relay_subdomain, _SUBDOMAIN, users.c.max_addresses).where(
     users.c.id == bindparam("user_id")
 )
 _OWNER = Statement.from_core(_USER, "user_id")
@@ -109,10 +109,10 @@ _INSERT = Statement.portable(
 )
 # PostgreSQL only: key check, tombstone and address in one statement, atomic on its own.
 # No row back means an unknown key, an owner who makes addresses on their subdomain, or
-# a drawn address that was handed out before.
+# a drawn address that was handed out before, or an owner with a limit of their own.
 _LIVE_KEY_ON_DOMAIN = (
     f"SELECT k.user_id FROM ({LIVE_KEY}) k JOIN users u ON u.id = k.user_id "
-    "WHERE NOT u.use_relay_subdomain"
+    "WHERE NOT u.use_relay_subdomain AND u.max_addresses IS NULL"
 )
 _CREATE_FOR_KEY = Statement.per_dialect(
     postgresql=f"WITH o AS ({_LIVE_KEY_ON_DOMAIN}), "
@@ -163,7 +163,8 @@ async def create_address(
     user queue up and the limit check and the insert see the same world (SQLite's BEGIN
     IMMEDIATE already serialises writers; FOR UPDATE does it on PostgreSQL). Without a
     limit there is nothing to check, and uniqueness rests on the constraints, so creates
-    for one user need not queue.
+    for one user need not queue. A user's own limit (``users.max_addresses``, set on the
+    admin page) holds in place of ``limit``, the server's.
 
     ``local`` asks for that local part instead of a random one (an address made on first
     mail, with ``place=Place.SUBDOMAIN`` and the subdomain it was sent to as ``on``):
@@ -173,7 +174,12 @@ async def create_address(
     owner = await driver.rows(_LOCKED_OWNER if limit > 0 else _OWNER, user_id)
     if not owner:
         raise UserNotFound(f"no user with id {user_id}")
-    uses_subdomain, subdomain = bool(owner[0][1]), owner[0][2]
+    uses_subdomain, subdomain, own_limit = bool(owner[0][1]), owner[0][2], owner[0][3]
+    if own_limit is not None:
+        # The user's own limit (the admin page's) in place of the setting.
+        if limit <= 0 < own_limit:
+            await lock_owner(driver, user_id)
+        limit = int(own_limit)
     if subdomain is not None and (
         place is Place.SUBDOMAIN or (place is Place.DEFAULT and uses_subdomain)
     ):

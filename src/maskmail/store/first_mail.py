@@ -27,13 +27,15 @@ from maskmail.store.owner_lock import lock_owner
 # would loop), their number of addresses, their addresses made on first mail in the hour
 # and kept, and whether the address (?5, its tombstone) was ever handed out. ?1 is the
 # owner, ?2 the start of the hour. Each first-mail count stops at its limit (?3, ?4),
-# which is all the rule needs: asking costs the same however many the owner has.
+# which is all the rule needs: asking costs the same however many the owner has. A
+# disabled owner is no owner: nothing is made for them.
 _FACTS = Statement.portable(
     f"SELECT u.email, {total_sql('u.id')}, "
     "(SELECT count(*) FROM (SELECT 1 FROM first_mail_addresses "
     "WHERE user_id = ?1 AND created_time > ?2 LIMIT ?3) h), "
     "(SELECT count(*) FROM (SELECT 1 FROM first_mail_addresses WHERE user_id = ?1 LIMIT ?4) k), "
-    "EXISTS (SELECT 1 FROM tombstones t WHERE t.hash = ?5) FROM users u WHERE u.id = ?1"
+    "EXISTS (SELECT 1 FROM tombstones t WHERE t.hash = ?5) FROM users u "
+    "WHERE u.id = ?1 AND NOT u.disabled"
 )
 _MARK = Statement.portable(
     "INSERT INTO first_mail_addresses (address_id, user_id, created_time) VALUES (?, ?, ?)"

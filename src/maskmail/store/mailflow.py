@@ -81,6 +81,8 @@ _RECIPIENT = Statement.from_core(
         addresses.c.address == bindparam("local"),
         addresses.c.domain == bindparam("domain"),
         addresses.c.subdomain.is_not_distinct_from(bindparam("subdomain")),
+        # A disabled user's addresses are not found: their mail is refused as unknown.
+        users.c.disabled.is_(False),
     )
     .order_by(mailboxes.c.id),
     "local",
@@ -226,6 +228,7 @@ _REPLY_ROUTE = Statement.from_core(
     .where(
         reverse_aliases.c.alias == bindparam("alias"),
         reverse_aliases.c.domain == bindparam("domain"),
+        users.c.disabled.is_(False),
     ),
     "alias",
     "domain",

@@ -25,10 +25,11 @@ class Account:
 
 
 async def account_for_email(conn: AsyncConnection, email: str) -> Account | None:
+    """The account that signs in with ``email``; None for none, or a disabled user's."""
     row = (
         await conn.execute(
             select(users.c.id, users.c.email, users.c.password_hash).where(
-                users.c.email_key == email.lower()
+                users.c.email_key == email.lower(), users.c.disabled.is_(False)
             )
         )
     ).first()
@@ -69,6 +70,7 @@ async def start_session(
             expires_time=created + lifetime,
         )
     )
+    await accounts.mark_signed_in(conn, user_id, created)
 
 
 _SESSION_USER = (
@@ -77,13 +79,14 @@ _SESSION_USER = (
     .where(
         web_sessions.c.token_hash == bindparam("token_hash"),
         web_sessions.c.expires_time > bindparam("now"),
+        users.c.disabled.is_(False),
     )
 )
 
 
 async def session_user(conn: AsyncConnection, token_hash: str) -> tuple[int, str] | None:
     """The user id and mailbox of a live session, read on every request: ending a
-    session takes effect at once."""
+    session, or disabling its user, takes effect at once."""
     row = (await conn.execute(_SESSION_USER, {"token_hash": token_hash, "now": now()})).first()
     return None if row is None else (int(row[0]), str(row[1]))
 
@@ -95,3 +98,8 @@ async def end_session(conn: AsyncConnection, token_hash: str) -> None:
             (web_sessions.c.token_hash == token_hash) | (web_sessions.c.expires_time <= now())
         )
     )
+
+
+async def end_all(conn: AsyncConnection, user_id: int) -> None:
+    """End every session of the user (the admin page disables them)."""
+    await conn.execute(delete(web_sessions).where(web_sessions.c.user_id == user_id))

@@ -426,3 +426,32 @@ two_factor_pending = Table(
     Column("expires_time", BigInteger, nullable=False),
     Index(None, "user_id"),
 )
+
+# The admin page (migration 0018): who may see it, who is disabled (their keys, sessions
+# and addresses stop), the last sign-in, and limits of one user; a null limit follows the
+# server's setting (MASKMAIL_MAX_*_PER_USER).
+users.append_column(Column("is_admin", Boolean, nullable=False, server_default=false()))
+users.append_column(Column("disabled", Boolean, nullable=False, server_default=false()))
+users.append_column(Column("last_sign_in_time", BigInteger, nullable=True))
+users.append_column(Column("max_addresses", Integer, nullable=True))
+users.append_column(Column("max_mailboxes", Integer, nullable=True))
+users.append_column(Column("max_domains", Integer, nullable=True))
+
+# One row per admin action: who (the admin's id and email, or the operator at the
+# command line), what, on whom (the account's id and email, as the admin saw them), a
+# short detail, when and from which client. No foreign key: the record outlives the users
+# it names. Never a password, key, token or any mailbox but the account's own email.
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("id", IdType, primary_key=True, autoincrement=True),
+    Column("created_time", BigInteger, nullable=False),
+    Column("actor_id", IdType, nullable=True),
+    Column("actor", String(320), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("target_id", IdType, nullable=True),
+    Column("target", String(320), nullable=False),
+    Column("detail", String(200), nullable=False, server_default=""),
+    Column("client", String(64), nullable=False, server_default=""),
+    sqlite_autoincrement=True,
+)

@@ -15,6 +15,8 @@ from maskmail.web.pages import (
     address,
     addresses,
     delete_account,
+    admin,
+    admin_invitations,
     domains,
     forgot,
     help,
@@ -53,6 +55,8 @@ for pages in (
     two_factor,
     two_factor_keys,
     two_factor_signin,
+    admin,
+    admin_invitations,
 ):
     router.include_router(pages.router)
 
