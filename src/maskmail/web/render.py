@@ -11,6 +11,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from maskmail.web.assets import asset_url
+from maskmail.web.chart import day_label
 from maskmail.web.sessions import Viewer
 
 # No inline script or style, nothing from another host, never inside a frame.
@@ -46,6 +47,7 @@ def _day(seconds: int) -> str:
 
 env.filters["when"] = _when
 env.filters["day"] = _day
+env.filters["day_label"] = day_label
 
 
 def root(request: Request) -> str:
