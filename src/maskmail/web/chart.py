@@ -75,12 +75,13 @@ def _day(i: int, d: Day, step: float, count: int) -> str:
     anchor = x + step if left_half else x
     offset = 4 if left_half else -TIP_WIDTH - 4
     lines = [day_label(d.day), *(f"{getattr(d, k)} {k}" for k in KINDS)]
+    tip_height = TIP_LINE * len(lines) + 8
     parts = [
         f'<g class="day" tabindex="0" role="img" aria-label="{escape(label)}">'
         f'<rect class="hit" x="{x:.2f}%" y="{TOP}" width="{step:.2f}%" '
         f'height="{HEIGHT - AXIS - TOP}"/>'
         f'<svg class="tip" x="{anchor:.2f}%" y="{TOP}" overflow="visible">'
-        f'<rect x="{offset}" y="0" width="{TIP_WIDTH}" height="{TIP_LINE * len(lines) + 8}" rx="6"/>'
+        f'<rect x="{offset}" y="0" width="{TIP_WIDTH}" height="{tip_height}" rx="6"/>'
     ]
     for n, line in enumerate(lines):
         weight = ' font-weight="700"' if n == 0 else ""
