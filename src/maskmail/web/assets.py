@@ -7,6 +7,7 @@ and the SHA-256 of each, which a test checks.
 from __future__ import annotations
 
 import hashlib
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,3 +40,24 @@ async def favicon(request: Request) -> FileResponse:
     return FileResponse(
         STATIC / LOGO, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"}
     )
+
+
+OWN = "maskmail@"  # how the manifest names the package of maskmail's own files
+
+
+def refresh_manifest() -> list[str]:
+    """Pin the current SHA-256 of each of maskmail's own files in the manifest (after
+    editing one); vendored files keep their pins. Returns the names it changed."""
+    manifest = json.loads(MANIFEST.read_text())
+    changed = []
+    for name, pin in manifest.items():
+        now = hashlib.sha256((STATIC / name).read_bytes()).hexdigest()
+        if pin["package"].startswith(OWN) and pin["sha256"] != now:
+            pin["sha256"] = now
+            changed.append(name)
+    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    return changed
+
+
+if __name__ == "__main__":
+    print("\n".join(refresh_manifest()) or "up to date")
