@@ -47,6 +47,20 @@
     toast("The server could not be reached; nothing was saved.", true);
   });
 
+  // The header's menu (a <details>, which opens without script) closes on Escape and on
+  // a click elsewhere.
+  function closeMenu(except) {
+    var menu = document.querySelector("details.menu[open]");
+    if (menu && !(except && menu.contains(except))) menu.open = false;
+    return menu;
+  }
+  document.addEventListener("click", function (event) { closeMenu(event.target); });
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    var menu = closeMenu(null);
+    if (menu) menu.querySelector("summary").focus();
+  });
+
   // Confirmation: a form marked data-confirm leads to a page that asks. With script, that
   // page's question is shown in a modal <dialog> over this one instead.
   function focusable(root) {
