@@ -97,6 +97,8 @@ def test_keyboard_alone_creates_and_switches(page: Page, site: Site) -> None:
     page.goto(site.url + "/")
     page.keyboard.press("Tab")
     expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    # Skipping passes the header (its logo links home) and lands on the form.
+    page.keyboard.press("Enter")
     page.keyboard.press("Tab")
     expect(page.get_by_label("Email")).to_be_focused()
     page.keyboard.type(ANN)
