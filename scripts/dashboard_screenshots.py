@@ -75,10 +75,24 @@ def _seed(env: dict[str, str], url: str, db: Path, zone: dict[str, list[tuple[st
 
 
 def _shoot(page: Page, url: str, name: str) -> None:
-    for width, suffix in ((1100, "desktop"), (375, "375px")):
-        page.set_viewport_size({"width": width, "height": 760})
-        page.goto(url)
-        page.screenshot(path=OUT / f"dashboard-{name}-{suffix}.png")
+    """The page at 1280 and 375 px, in the light theme and the dark one."""
+    for theme, dark in (("light", ""), ("dark", "-dark")):
+        page.emulate_media(color_scheme=theme)  # type: ignore[arg-type]
+        for width, suffix in ((1280, "desktop"), (375, "375px")):
+            page.set_viewport_size({"width": width, "height": 800})
+            page.goto(url)
+            page.screenshot(path=OUT / f"dashboard-{name}-{suffix}{dark}.png")
+    page.emulate_media(color_scheme="light")
+
+
+def _shoot_dialog(page: Page, url: str) -> None:
+    """Delete asks in a dialog when script runs."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(url + "/")
+    page.get_by_role("button", name="Delete").first.click()
+    page.get_by_role("dialog").wait_for()
+    page.screenshot(path=OUT / "dashboard-delete-dialog-desktop.png")
+    page.keyboard.press("Escape")
 
 
 def _shoot_guide(page: Page, url: str) -> None:
@@ -133,7 +147,7 @@ def main() -> None:
                 page.get_by_label("Email").fill(EMAIL)
                 page.get_by_label("Password").fill(PASSWORD)
                 page.get_by_role("button", name="Sign in").click()
-                page.get_by_role("button", name="Sign out").wait_for()
+                page.locator("header details.menu").wait_for()  # the menu: signed in
                 _shoot(page, url + "/", "addresses")
                 _shoot(page, url + "/addresses/3", "address")
                 _shoot(page, url + "/mailboxes", "mailboxes")
@@ -141,6 +155,11 @@ def main() -> None:
                 _shoot(page, url + "/domains", "domains")
                 _shoot(page, url + "/activity", "activity")
                 _shoot(page, url + "/keys", "keys")
+                _shoot(page, url + "/password", "password")
+                _shoot(page, url + "/help/clients", "help")
+                _shoot(page, url + "/addresses/999999", "error")
+                _shoot(page, url + "/addresses/2/delete", "delete")
+                _shoot_dialog(page, url)
                 _shoot_guide(page, url)
                 browser.close()
 

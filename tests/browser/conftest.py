@@ -123,7 +123,7 @@ def sign_in(page: Page, site: Site, email: str, password: str = PASSWORD) -> Non
     page.get_by_label("Email").fill(email)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
-    page.get_by_role("button", name="Sign out").wait_for()
+    page.locator("header details.menu").wait_for()  # the menu: signed in
 
 
 def serious_violations(page: Page) -> list[str]:

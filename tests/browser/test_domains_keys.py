@@ -52,10 +52,11 @@ def test_domain_records_copy_check_and_delete(page: Page, site: Site) -> None:
         assert mine()["catch_all"] is False
         _no_serious_violations(page)
         page.get_by_role("button", name="Delete shop.example").click()
-        expect(page.get_by_role("heading")).to_contain_text("Delete the domain")
+        dialog = page.get_by_role("dialog")
+        expect(dialog.get_by_role("heading")).to_contain_text("Delete the domain")
         _no_serious_violations(page)
         assert mine()["id"] == body["id"]  # asking is not deleting
-        page.get_by_role("button", name="Delete").click()
+        dialog.get_by_role("button", name="Delete").click()
         expect(page.get_by_role("heading", name="Custom domains")).to_be_visible()
         assert api.get("/v3/relay/domains").json() == []
 

@@ -55,10 +55,11 @@ def test_mailbox_actions_show_in_the_api(page: Page, site: Site) -> None:
         _open(page, "Mailboxes")
         page.get_by_role("button", name=f"Make {ANN} the default").click()
         page.get_by_role("button", name=f"Delete {work}").click()
-        expect(page.get_by_role("heading")).to_contain_text("Delete the mailbox")
+        dialog = page.get_by_role("dialog")
+        expect(dialog.get_by_role("heading")).to_contain_text("Delete the mailbox")
         _no_serious_violations(page)
         assert work in mine()  # asking is not deleting
-        page.get_by_role("button", name="Delete").click()
+        dialog.get_by_role("button", name="Delete").click()
         expect(page.get_by_role("heading", name="Mailboxes")).to_be_visible()
         assert list(mine()) == [ANN] and mine()[ANN]["default"] is True
         chosen = api.get(f"/v3/relay/addresses/{made['id']}/mailboxes").json()["mailbox_ids"]
@@ -108,8 +109,9 @@ def test_subdomain_actions_show_in_the_api(page: Page, site: Site) -> None:
         assert api.get(f"/v3/relay/addresses/{made['id']}").status_code == 404
         # Delete: asked first, then gone, and new addresses are on the domain again.
         page.get_by_role("button", name="Delete subdomain").click()
-        expect(page.locator(".warning")).to_contain_text("This deletes the 0 addresses")
+        dialog = page.get_by_role("dialog")
+        expect(dialog.locator(".warning")).to_contain_text("This deletes the 0 addresses")
         _no_serious_violations(page)
-        page.get_by_role("button", name="Delete the subdomain and its addresses").click()
+        dialog.get_by_role("button", name="Delete the subdomain and its addresses").click()
         expect(page.get_by_role("button", name="Claim")).to_be_visible()
         assert current() == [] and use() is False

@@ -39,3 +39,22 @@ async def test_pages_load_only_our_own_files(sign_in: SignIn) -> None:
         for url in re.findall(r'<script src="([^"]+)"', html):
             answer = await ann.client.get(url)
             assert answer.status_code == 200 and answer.content, url
+
+
+def test_every_file_the_pages_load_is_pinned() -> None:
+    """Our own files too: after editing one, `python -m maskmail.web.assets` re-pins it."""
+    manifest = json.loads(assets.MANIFEST.read_text())
+    served = {p.name for p in assets.STATIC.iterdir() if p.is_file() and p.name != "MANIFEST.json"}
+    assert served == set(manifest)
+    own = {name for name, pin in manifest.items() if pin["package"].startswith(assets.OWN)}
+    assert {"style.css", "app.js", "logo.svg"} <= own
+
+
+async def test_favicon_is_the_logo(sign_in: SignIn) -> None:
+    ann = await sign_in("fay@example.com")
+    icon = await ann.client.get("/favicon.ico")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.content == (assets.STATIC / assets.LOGO).read_bytes()
+    page = (await ann.client.get("/")).text
+    assert 'rel="icon"' in page and "/assets/logo.svg?v=" in page

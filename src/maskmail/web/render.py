@@ -11,6 +11,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from maskmail.web.assets import asset_url
+from maskmail.web.chart import day_label
 from maskmail.web.sessions import Viewer
 
 # No inline script or style, nothing from another host, never inside a frame.
@@ -40,12 +41,38 @@ def _when(seconds: int | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds)) + " UTC"
 
 
+def _day(seconds: int) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(seconds))
+
+
 env.filters["when"] = _when
+env.filters["day"] = _day
+env.filters["day_label"] = day_label
 
 
 def root(request: Request) -> str:
     """The path prefix the app is served under ('' at the top)."""
     return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+# The header's pages: (path, name); a page belongs to the first whose path starts its own.
+SECTIONS = (
+    ("/mailboxes", "Mailboxes"),
+    ("/subdomain", "Subdomain"),
+    ("/domains", "Domains"),
+    ("/activity", "Activity"),
+    ("/keys", "API keys"),
+    ("/password", "Password"),
+)
+NAV = (("/", "Addresses"), *SECTIONS)
+
+
+def section(request: Request) -> str:
+    """The header's page that ``request`` is on ("/" for the addresses, the default)."""
+    path = request.url.path.removeprefix(root(request))
+    if path.startswith("/help"):
+        return "/keys"
+    return next((p for p, _ in SECTIONS if path.startswith(p)), "/")
 
 
 def page(
@@ -62,6 +89,8 @@ def page(
         asset=lambda name: asset_url(base, name),
         viewer=viewer,
         csrf=viewer.csrf if viewer else "",
+        sections=NAV,
+        section=section(request),
         **context,
     )
     return HTMLResponse(html, status_code=status, headers=HEADERS)

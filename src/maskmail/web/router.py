@@ -63,4 +63,5 @@ for pages in (
 
 def install(app: FastAPI) -> None:
     app.include_router(router)
+    app.add_route("/favicon.ico", assets.favicon, include_in_schema=False)
     app.mount(assets.PATH, assets.files(), name="assets")

@@ -25,4 +25,5 @@ async def show_activity(request: Request, conn: Conn) -> Response:
         viewer,
         chart=chart.svg(days, "Activity of all your addresses"),
         totals=chart.totals(days),
+        days=days,
     )

@@ -44,6 +44,7 @@ async def _detail(
         a=found,
         chart=chart.svg(days, f"Activity of {found.full_address}"),
         totals=chart.totals(days),
+        days=days,
         contact=contact,
         contact_email=contact_email,
         error=error,
