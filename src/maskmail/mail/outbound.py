@@ -94,8 +94,12 @@ class Outbox:
         self.path = path
 
     def _add(self, message: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        mailbox.Maildir(self.path, create=True).add(message)
+        # mailbox.Maildir(create=True) makes the folder, then tmp, new and cur, one by one:
+        # a second writer between the two steps finds no tmp. Each is made here, as it may
+        # already be, before the Maildir is opened.
+        for folder in ("tmp", "new", "cur"):
+            (self.path / folder).mkdir(mode=0o700, parents=True, exist_ok=True)
+        mailbox.Maildir(self.path, create=False).add(message)
 
     async def deliver(self, message: bytes, *, sender: str, recipient: str) -> None:
         # What a delivering MTA records: the envelope, on top of the message.
