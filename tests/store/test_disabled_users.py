@@ -13,7 +13,8 @@ from maskmail.core.first_mail import OwnerLimits
 from maskmail.store import accounts, audit_log, first_mail, mailflow, sessions, user_overview
 from maskmail.store import addresses as store
 from maskmail.store.accounts import UserLimits
-from maskmail.store.driver import driver_of
+from maskmail.store.driver import driver_of, run_on
+from maskmail.store.reverse_aliases import found_or_made
 from tests.core.test_addresses import pinned
 
 pytestmark = pytest.mark.anyio
@@ -62,13 +63,12 @@ async def test_the_mail_plane_finds_nothing_of_a_disabled_user(conn: AsyncConnec
         conn, user_id, domain=DOMAIN, length=6, choose=pinned("nedned")
     )
     driver = await driver_of(conn)
-    alias = await mailflow.reverse_alias(driver, made.id, "shop@example.net", domain=DOMAIN)
-    local, _, alias_domain = alias.partition("@")
+    made_alias = await found_or_made(driver, made.id, "shop@example.net", domain=DOMAIN)
+    local, _, alias_domain = made_alias.full_address.partition("@")
     limits = OwnerLimits(per_hour=10, kept=10)
-    assert await mailflow.find_recipient(driver, "nedned", DOMAIN) is not None
+    assert await run_on(driver, mailflow.find_recipient("nedned", DOMAIN)) is not None
     await accounts.set_disabled(conn, user_id, True)
-    assert await mailflow.find_recipient(driver, "nedned", DOMAIN) is None
-    assert await mailflow.find_recipient(driver, "nedned", DOMAIN, sender="x@example.net") is None
+    assert await run_on(driver, mailflow.find_recipient("nedned", DOMAIN)) is None
     assert await mailflow.find_reply_route(driver, local, alias_domain) is None
     assert await first_mail.facts(driver, user_id, "new@x.relay.test", limits, 0) is None
     await accounts.set_disabled(conn, user_id, False)

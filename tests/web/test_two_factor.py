@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from maskmail.core import keys
 from maskmail.services import two_factor
 from maskmail.services.two_factor import STEP
-from maskmail.store import accounts
+from maskmail.store import accounts, users_admin
 from maskmail.store import two_factor as store
 from tests.api.conftest import client_for, make_settings, started_app
 from tests.web.conftest import PASSWORD, Db, Person, SignIn, add_person
@@ -295,3 +295,21 @@ async def test_the_rp_id_setting_wins_over_the_host(database_url: str, db: Db) -
     options = re.search(r'data-options="([^"]+)"', named.text)
     assert options is not None
     assert json.loads(html.unescape(options.group(1)))["rp"]["id"] == "relay.example.com"
+
+
+async def test_deleting_the_account_needs_the_second_factor_too(
+    sign_in: SignIn, clock: Clock, db: Db
+) -> None:
+    ida, totp, _ = await enrolled(sign_in, clock, "ida2fa@example.com")
+    asked = await ida.client.get("/account/delete")
+    assert asked.status_code == 200 and 'name="second"' in asked.text
+    for wrong in ({"password": PASSWORD}, {"password": PASSWORD, "second": "000000"}):
+        refused = await ida.post("/account/delete", wrong)
+        assert refused.status_code == 422, refused.text
+        assert "second factor is wrong" in refused.text
+    emails = [u.email for u in await db.read(users_admin.list_users)]
+    assert "ida2fa@example.com" in emails
+    done = await ida.post("/account/delete", {"password": PASSWORD, "second": totp.at(clock())})
+    assert done.status_code == 303 and done.headers["location"] == "/account/deleted"
+    emails = [u.email for u in await db.read(users_admin.list_users)]
+    assert "ida2fa@example.com" not in emails

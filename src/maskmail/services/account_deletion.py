@@ -7,18 +7,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from maskmail.store import accounts, users_admin
+from maskmail.store import accounts, two_factor, users_admin
 
 
 async def needs_second_factor(conn: AsyncConnection, user_id: int) -> bool:
-    """Whether confirming the deletion takes a second factor besides the password.
-
-    The hook for two-factor sign-in: False while maskmail has none. Once a user can turn
-    it on, this answers True for them, and the page asks for a code (or a key) and
-    checks it before ``delete_account``.
-    """
-    del conn, user_id
-    return False
+    """Whether confirming the deletion takes a second factor besides the password: it
+    does while the user has two-factor sign-in on (services/two_factor.confirm_owner
+    checks the code)."""
+    return await two_factor.is_on(conn, user_id)
 
 
 async def export_account(conn: AsyncConnection, user_id: int) -> dict[str, Any]:

@@ -63,6 +63,7 @@ SECTIONS = (
     ("/activity", "Activity"),
     ("/keys", "API keys"),
     ("/password", "Password"),
+    ("/two-factor", "Two-factor"),
 )
 NAV = (("/", "Addresses"), *SECTIONS)
 

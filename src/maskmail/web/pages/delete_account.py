@@ -10,11 +10,12 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from maskmail.http_shared.connection import Conn
-from maskmail.services import account_deletion
+from maskmail.services import account_deletion, two_factor
 from maskmail.store import sessions
 from maskmail.web import throttle
 from maskmail.web.error_pages import PageRoute
 from maskmail.web.guard import change, require_viewer
+from maskmail.web.pages import two_factor_tries
 from maskmail.web.render import HEADERS, back_to, page
 from maskmail.web.sessions import Viewer, clear_cookie
 
@@ -54,9 +55,14 @@ async def delete_account(request: Request, conn: Conn) -> Response:
     if not await attempt.verify(account.password_hash, str(form.get("password") or "")):
         return await _ask(request, conn, viewer, error="The password is wrong.", status=422)
     if await account_deletion.needs_second_factor(conn, viewer.user_id):
-        # Two-factor sign-in checks the code or key here; until it does, refuse.
-        error = "Confirm with your second factor."
-        return await _ask(request, conn, viewer, error=error, status=422)
+        tries = two_factor_tries.tries(request, viewer.user_id)
+        if await tries.refused():
+            return await _ask(request, conn, viewer, error=two_factor_tries.TOO_MANY, status=429)
+        code = str(form.get("second") or "")
+        if not await two_factor.confirm_owner(conn, viewer.user_id, code, two_factor.now()):
+            await tries.failed()
+            error = "The code from your second factor is wrong."
+            return await _ask(request, conn, viewer, error=error, status=422)
     await account_deletion.delete_account(conn, viewer.user_id)
     response = back_to(request, "/account/deleted")
     clear_cookie(request, response)

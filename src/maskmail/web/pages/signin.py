@@ -73,7 +73,7 @@ async def signed_in(request: Request, conn: AsyncConnection, user_id: int) -> Re
     await sessions.start_session(conn, user_id, hash_token(token), lifetime=LIFETIME)
     response = back_to(request, "/")
     set_cookie(request, response, token)
-    await device_cookie.note_sign_in(request, conn, response, account.user_id)
+    await device_cookie.note_sign_in(request, conn, response, user_id)
     return response
 
 

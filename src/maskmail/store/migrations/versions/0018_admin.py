@@ -8,7 +8,7 @@ never signed in since this revision) and three limits, ``max_addresses``,
 per admin action; it has no foreign key, so that the record outlives the users it names.
 
 Revision ID: 0018
-Revises: 0015
+Revises: 0017
 Create Date: 2026-11-27
 """
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0018"
-down_revision: str | None = "0015"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -3,7 +3,7 @@ page, ``maskmail key create --name``), to tell keys apart in the list. Keys made
 this revision have none.
 
 Revision ID: 0019
-Revises: 0014
+Revises: 0018
 Create Date: 2026-11-27
 """
 
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0019"
-down_revision: str | None = "0014"
+down_revision: str | None = "0018"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
