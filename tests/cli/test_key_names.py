@@ -4,14 +4,17 @@ checked name that the dashboard and ``GET /v3/relay/keys`` show; a bad name make
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 import pytest
+from sqlalchemy import delete
 
 from maskmail.cli import main
 from maskmail.core.keys import PREFIX
 from maskmail.store import accounts
 from maskmail.store.accounts import KeyInfo
 from maskmail.store.engine import create_engine, transaction
+from maskmail.store.tables import metadata
 
 
 def _keys(url: str, email: str) -> list[KeyInfo]:
@@ -33,11 +36,23 @@ def _run(*args: str) -> int:
     return int(ended.value.code or 0)
 
 
+async def _wipe(url: str) -> None:
+    engine = create_engine(url, pool_size=1)
+    try:
+        async with transaction(engine) as conn:
+            for table in reversed(metadata.sorted_tables):
+                await conn.execute(delete(table))
+    finally:
+        await engine.dispose()
+
+
 @pytest.fixture
-def env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+def env(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The session's test database, emptied afterwards: the other tests share it."""
     monkeypatch.setenv("MASKMAIL_DATABASE_URL", database_url)
     monkeypatch.setenv("MASKMAIL_DOMAIN", "relay.test")
-    return database_url
+    yield database_url
+    asyncio.run(_wipe(database_url))
 
 
 def test_a_key_is_made_under_its_name(env: str, capsys: pytest.CaptureFixture[str]) -> None:

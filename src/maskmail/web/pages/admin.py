@@ -94,14 +94,14 @@ async def _attempt(conn: Conn, who: Admin, work: Callable[[], Awaitable[T]]) -> 
 async def show_users(request: Request, conn: Conn) -> Response:
     who = await require_admin(request, conn)
     listed = await admin.users(conn, admin.page_number(request.query_params.get("page")))
-    return page(request, "admin.html", who.viewer, listed=listed, section="users")
+    return page(request, "admin.html", who.viewer, listed=listed, admin_section="users")
 
 
 @router.get("/admin/audit")
 async def show_audit(request: Request, conn: Conn) -> Response:
     who = await require_admin(request, conn)
     listed = await admin.audit(conn, admin.page_number(request.query_params.get("page")))
-    return page(request, "admin_audit.html", who.viewer, listed=listed, section="audit")
+    return page(request, "admin_audit.html", who.viewer, listed=listed, admin_section="audit")
 
 
 def _user_page(
@@ -116,7 +116,7 @@ def _user_page(
         settings=request.app.state.settings,
         error=error,
         status=status,
-        section="users",
+        admin_section="users",
     )
 
 

@@ -39,7 +39,7 @@ async def _page(
         error=error,
         expires=expires,
         status=status,
-        section="invitations",
+        admin_section="invitations",
     )
 
 
