@@ -18,7 +18,7 @@ from maskmail.store import accounts, audit_log
 from maskmail.store.accounts import UserLimits
 from maskmail.store.engine import transaction
 from maskmail.store.migrate import upgrade
-from maskmail.store.tables import audit_log as audit_rows
+from maskmail.store.tables import metadata
 from tests.support import run_cli
 
 pytestmark = pytest.mark.anyio
@@ -26,10 +26,12 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 async def db(engine: AsyncEngine) -> AsyncIterator[AsyncEngine]:
-    """The audit log emptied afterwards: other tests read it from the start."""
+    """The database emptied afterwards, the audit log with it: other tests share it and
+    count its users and audit rows from the start."""
     yield engine
     async with transaction(engine) as conn:
-        await conn.execute(delete(audit_rows))
+        for table in reversed(metadata.sorted_tables):
+            await conn.execute(delete(table))
 
 
 async def _users(engine: AsyncEngine, *names: str) -> list[int]:

@@ -11,7 +11,6 @@ after the answer, services/account_mail.py).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import secrets
 import time
@@ -20,12 +19,11 @@ from collections.abc import Callable
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from maskmail.config import Settings
-from maskmail.core import passwords
 from maskmail.core.errors import MaskmailError
 from maskmail.core.mailboxes import notice
-from maskmail.services import account_mail
+from maskmail.services import account_mail, accounts
 from maskmail.services.sending import Sender
-from maskmail.store import password_resets, sessions
+from maskmail.store import password_resets
 from maskmail.store.engine import transaction
 
 # A link works for an hour.
@@ -115,9 +113,9 @@ async def reset_password(conn: AsyncConnection, token: str, new: str, again: str
         raise LinkUnusable("this link is used, expired or unknown; ask for a new one")
     if new != again:
         raise PasswordsDiffer("the two new passwords differ")
-    hashed = await asyncio.to_thread(passwords.hash_password, new)
+    hashed = await accounts.hash_new(new)
     user_id = await password_resets.use(conn, digest(token))
     if user_id is None:  # used by someone else while the password was hashed
         raise LinkUnusable("this link is used, expired or unknown; ask for a new one")
-    await sessions.set_password(conn, user_id, hashed)
+    await accounts.store_hashed(conn, user_id, hashed)
     return user_id

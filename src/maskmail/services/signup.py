@@ -12,7 +12,6 @@ cannot read.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.config import Settings
-from maskmail.core import passwords
 from maskmail.core import signup as rules
 from maskmail.core.addresses import normalize_mailbox
 from maskmail.core.errors import (
@@ -34,6 +32,7 @@ from maskmail.core.errors import (
 from maskmail.core.mailboxes import VERIFY_SECONDS, at_relay_domain, digest
 from maskmail.services import invitations
 from maskmail.services import mailboxes as mailbox_flow
+from maskmail.services.accounts import hash_new
 from maskmail.services.mailboxes import Limiter
 from maskmail.services.relay_domains import is_relay_host, relay_domains
 from maskmail.services.sending import Sender
@@ -97,7 +96,7 @@ async def sign_up(
     current = check_open(settings)
     # First, before any write: the hash takes a while, and a write would hold SQLite's
     # lock through it.
-    password_hash = await asyncio.to_thread(passwords.hash_password, password)
+    password_hash = await hash_new(password)
     invitation = None
     if current is rules.Mode.INVITE:
         invitation = await invitations.redeem(conn, invite)
