@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from maskmail.store.driver import READ, Driver, DriverPool, Mode, Row, Script, Statement
+from maskmail.store.driver import READ, Driver, DriverPool, Mode
+from maskmail.store.statements import Row, Script, Statement
 
 T = TypeVar("T")
 Sent = list[tuple[str, tuple[Any, ...]]]

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import bindparam, select
 
 from maskmail.store import sqlite_inline
-from maskmail.store.driver import SqliteDriver, Statement
+from maskmail.store.driver import SqliteDriver
+from maskmail.store.statements import Statement
 from maskmail.store.tables import users
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.store import driver as driver_module
-from maskmail.store.driver import DriverPool, Statement
+from maskmail.store.driver import DriverPool
+from maskmail.store.statements import Statement
 
 pytestmark = pytest.mark.anyio
 ONE = Statement.portable("SELECT 1")

@@ -11,16 +11,9 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.core.errors import AddressTaken, StoreUnavailable
-from maskmail.store.driver import (
-    ONE_WRITE,
-    WRITE,
-    DriverPool,
-    Row,
-    Script,
-    Statement,
-    run_on,
-)
+from maskmail.store.driver import ONE_WRITE, WRITE, DriverPool, run_on
 from maskmail.store.engine import transaction
+from maskmail.store.statements import Row, Script, Statement
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from maskmail.store.driver import Statement, driver_of
+from maskmail.store.driver import driver_of
 from maskmail.store.engine import create_engine
+from maskmail.store.statements import Statement
 from tests.pgbouncer import running_pgbouncer
 from tests.support import fresh_database
 

@@ -25,7 +25,8 @@ from maskmail.core import keys
 from maskmail.core.errors import UserExists, UserNotFound
 from maskmail.store import mailboxes
 from maskmail.store.clock import now
-from maskmail.store.driver import Driver, Script, Statement
+from maskmail.store.driver import Driver
+from maskmail.store.statements import Script, Statement
 from maskmail.store.tables import api_keys, metadata, users
 
 # The recognisable prefix and four characters of the random part: enough to tell a

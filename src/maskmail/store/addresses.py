@@ -44,8 +44,9 @@ from maskmail.store import bounces as bounce_store
 from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.activity import add_to_today
 from maskmail.store.clock import now, today
-from maskmail.store.driver import Driver, Script, Statement, as_driver, run_on
+from maskmail.store.driver import Driver, as_driver, run_on
 from maskmail.store.owner_lock import lock_owner, locking
+from maskmail.store.statements import Script, Statement
 from maskmail.store.tables import addresses, subdomains, users
 
 EDITABLE = frozenset({"description", "enabled", "block_spam"})

@@ -16,8 +16,9 @@ from maskmail.core.custom_domains import CHECKS, CustomDomain
 from maskmail.core.errors import AddressNotFound, DomainLimitReached, InvalidAddress
 from maskmail.store import addresses as address_store
 from maskmail.store.clock import now
-from maskmail.store.driver import Driver, Statement
+from maskmail.store.driver import Driver
 from maskmail.store.owner_lock import lock_owner
+from maskmail.store.statements import Statement
 from maskmail.store.tables import addresses, custom_domains, mailboxes, reverse_aliases
 
 _CHECK_COLUMNS = tuple(custom_domains.c[f"{name}_ok"] for name in CHECKS)

@@ -20,8 +20,9 @@ from maskmail.store import addresses as address_store
 from maskmail.store import tombstones
 from maskmail.store.address_counts import total_sql
 from maskmail.store.addresses import Place, create_address
-from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.driver import Driver, as_driver
 from maskmail.store.owner_lock import lock_owner
+from maskmail.store.statements import Statement
 
 # What RCPT asks, in one round trip: the owner's mailbox (a forward to the relay itself
 # would loop), their number of addresses, their addresses made on first mail in the hour

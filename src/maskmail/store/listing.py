@@ -19,7 +19,7 @@ from maskmail.core.records import PRIVATE_EMAIL_FIELDS
 from maskmail.store.accounts import LIVE_KEY
 from maskmail.store.address_counts import total_sql
 from maskmail.store.addresses import full_address_sql
-from maskmail.store.driver import Script, Statement
+from maskmail.store.statements import Script, Statement
 from maskmail.store.tables import addresses
 
 FULL_ADDRESS = full_address_sql("a")

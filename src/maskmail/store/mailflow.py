@@ -22,7 +22,8 @@ from maskmail.core.records import RelayAddress
 from maskmail.store import reverse_aliases as aliases
 from maskmail.store.addresses import ADDRESS_COLUMNS, record
 from maskmail.store.clock import now
-from maskmail.store.driver import Driver, Script, Statement, as_driver
+from maskmail.store.driver import Driver, as_driver
+from maskmail.store.statements import Script, Statement
 from maskmail.store.tables import (
     address_mailboxes,
     addresses,

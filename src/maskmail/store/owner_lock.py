@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.driver import Driver, as_driver
+from maskmail.store.statements import Statement
 from maskmail.store.tables import users
 
 

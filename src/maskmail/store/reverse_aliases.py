@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from maskmail.core import reverse
 from maskmail.core.errors import AddressTaken
 from maskmail.store.clock import now
-from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.driver import Driver, as_driver
+from maskmail.store.statements import Statement
 
 # A collision of two 120-bit draws never happens; a row made concurrently for the same
 # pair does, and costs one more round.

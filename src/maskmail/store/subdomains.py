@@ -19,8 +19,9 @@ from maskmail.core.subdomains import Subdomain
 from maskmail.store import accounts, tombstones
 from maskmail.store import addresses as address_store
 from maskmail.store.clock import now
-from maskmail.store.driver import Driver, Statement
+from maskmail.store.driver import Driver
 from maskmail.store.owner_lock import lock_owner
+from maskmail.store.statements import Statement
 from maskmail.store.tables import addresses, subdomain_names, subdomains, users
 
 _COLUMNS = (

@@ -11,7 +11,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.store.clock import now
-from maskmail.store.driver import Driver, Statement, as_driver
+from maskmail.store.driver import Driver, as_driver
+from maskmail.store.statements import Statement
 from maskmail.store.tables import tombstones
 
 # ON CONFLICT DO NOTHING: a name handed out before is a row not written, not an error to
