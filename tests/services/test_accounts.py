@@ -39,7 +39,7 @@ async def test_the_new_password_is_stored_hashed_and_other_sessions_end(
     stored = (await sessions.account_for_user(conn, user_id)).password_hash
     assert stored is not None and stored.startswith("$argon2id$")
     assert passwords.verify(stored, "a long new password")
-    assert await sessions.session_user(conn, "a" * 64) == (user_id, "pia@example.com")
+    assert await sessions.session_user(conn, "a" * 64) == (user_id, "pia@example.com", False)
     assert await sessions.session_user(conn, "b" * 64) is None
 
 
@@ -55,4 +55,4 @@ async def test_a_weak_password_changes_nothing(conn: AsyncConnection, weak: str)
     with pytest.raises(passwords.WeakPassword):
         await set_password(conn, user_id, weak)
     assert (await sessions.account_for_user(conn, user_id)).password_hash is None
-    assert await sessions.session_user(conn, "b" * 64) == (user_id, "ria@example.com")
+    assert await sessions.session_user(conn, "b" * 64) == (user_id, "ria@example.com", False)

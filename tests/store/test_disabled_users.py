@@ -47,7 +47,7 @@ async def test_a_disabled_user_has_no_session_and_cannot_sign_in(conn: AsyncConn
     user_id, _ = await _user(conn, "max@example.com")
     await sessions.start_session(conn, user_id, "a" * 64, lifetime=600)
     assert (await user_overview.one(conn, user_id)).last_sign_in_time is not None
-    assert await sessions.session_user(conn, "a" * 64) == (user_id, "max@example.com")
+    assert await sessions.session_user(conn, "a" * 64) == (user_id, "max@example.com", False)
     await accounts.set_disabled(conn, user_id, True)
     assert await sessions.session_user(conn, "a" * 64) is None
     assert await sessions.account_for_email(conn, "MAX@example.com") is None

@@ -17,7 +17,7 @@ async def test_sessions_live_until_ended_or_expired(conn: AsyncConnection) -> No
     user_id = await accounts.add_user(conn, "sam@example.com")
     await sessions.start_session(conn, user_id, "a" * 64, lifetime=3600)
     await sessions.start_session(conn, user_id, "b" * 64, lifetime=-1)
-    assert await sessions.session_user(conn, "a" * 64) == (user_id, "sam@example.com")
+    assert await sessions.session_user(conn, "a" * 64) == (user_id, "sam@example.com", False)
     assert await sessions.session_user(conn, "b" * 64) is None
     await sessions.end_session(conn, "a" * 64)
     assert await sessions.session_user(conn, "a" * 64) is None
@@ -26,6 +26,17 @@ async def test_sessions_live_until_ended_or_expired(conn: AsyncConnection) -> No
         select(func.count()).select_from(web_sessions).where(web_sessions.c.user_id == user_id)
     )
     assert left == 0
+
+
+async def test_the_session_lookup_says_whether_the_user_is_an_admin(
+    conn: AsyncConnection,
+) -> None:
+    user_id = await accounts.add_user(conn, "ada@example.com")
+    await sessions.start_session(conn, user_id, "f" * 64, lifetime=3600)
+    await accounts.set_admin(conn, user_id, True)
+    assert await sessions.session_user(conn, "f" * 64) == (user_id, "ada@example.com", True)
+    await accounts.set_admin(conn, user_id, False)
+    assert await sessions.session_user(conn, "f" * 64) == (user_id, "ada@example.com", False)
 
 
 async def test_a_new_password_ends_the_other_sessions(conn: AsyncConnection) -> None:

@@ -22,26 +22,42 @@ def invite_create(
     expires: Annotated[
         str, typer.Option(help="How long the link works: 30m, 12h, 7d or 2w (at most 90d).")
     ] = "7d",
+    email: Annotated[
+        str | None,
+        typer.Option(
+            help="Mail the link to this address as well (not one at the relay's domains)."
+        ),
+    ] = None,
 ) -> None:
-    """Print a new single-use sign-up link, alone on stdout; it is shown only this once."""
+    """Print a new single-use sign-up link, alone on stdout; it is shown only this once,
+    and mailed to --email when given (a refused address makes no invitation)."""
     from maskmail.core.invitations import parse_duration
-    from maskmail.services import invitations
+    from maskmail.mail.plane import notices_for
+    from maskmail.services import invitation_mail, invitations
 
     config = settings()
     lifetime = parse_duration(expires)
 
     async def work(conn: AsyncConnection) -> NewInvitation:
-        return await invitations.create(conn, expires_in=lifetime)
+        if email is None:
+            return await invitations.create(conn, expires_in=lifetime)
+        outbound = notices_for(config)
+        try:
+            mailing = invitation_mail.Mailing(email, config, outbound, config.dashboard_url)
+            return await invitation_mail.create_and_mail(conn, mailing, expires_in=lifetime)
+        finally:
+            await outbound.close()
 
     made = in_transaction(config, work)
     typer.echo(made.link(config.dashboard_url))
+    mailed = "" if email is None else ", mailed"
     if config.signup != "invite":
         done(
-            f"made invitation {made.invitation.id}; note that MASKMAIL_SIGNUP is "
+            f"made invitation {made.invitation.id}{mailed}; note that MASKMAIL_SIGNUP is "
             f"{config.signup}, so it works only once that is invite"
         )
     else:
-        done(f"made invitation {made.invitation.id}, good for {expires.strip()}")
+        done(f"made invitation {made.invitation.id}{mailed}, good for {expires.strip()}")
 
 
 @app.command("list")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -30,6 +30,9 @@ from maskmail.store.accounts import UserLimits
 from maskmail.store.clock import now
 from maskmail.store.owner_lock import lock_owner
 from maskmail.store.user_overview import UserRow
+
+if TYPE_CHECKING:
+    from maskmail.services.invitation_mail import Mailing
 
 T = TypeVar("T")
 
@@ -215,17 +218,24 @@ def _when(seconds: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(seconds))
 
 
-async def make_invitation(conn: AsyncConnection, actor: Actor, expires: str) -> NewInvitation:
-    """A single-use sign-up link good for ``expires`` (``7d``, ``12h``, ``30m``); the
-    log keeps its id and expiry, never its token."""
-    made = await invitations.create(
-        conn,
-        expires_in=invitation_rules.parse_duration(expires),
-        created_by=actor.user_id,
-    )
+async def make_invitation(
+    conn: AsyncConnection, actor: Actor, expires: str, mailing: Mailing | None = None
+) -> NewInvitation:
+    """A single-use sign-up link good for ``expires`` (``7d``, ``12h``, ``30m``), mailed
+    when ``mailing`` says where (services/invitation_mail.py: a refused address makes
+    nothing); the log keeps its id, expiry and whether it was mailed, never its token
+    nor the address (no mailbox but an account's own is logged)."""
+    # Here, not at the top: invitation_mail -> signup -> mailboxes imports this module.
+    from maskmail.services import invitation_mail
+
+    lifetime = invitation_rules.parse_duration(expires)
+    checked = None if mailing is None else await invitation_mail.check(conn, mailing)
+    made = await invitations.create(conn, expires_in=lifetime, created_by=actor.user_id)
     invitation = made.invitation
-    detail = f"expires {_when(invitation.expires_time)}"
+    detail = f"expires {_when(invitation.expires_time)}" + (", mailed" if checked else "")
     await _record(conn, actor, "invite", None, f"invitation {invitation.id}", detail)
+    if checked is not None:
+        await invitation_mail.send(checked, made)
     return made
 
 

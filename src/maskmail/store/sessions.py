@@ -74,7 +74,7 @@ async def start_session(
 
 
 _SESSION_USER = (
-    select(users.c.id, users.c.email)
+    select(users.c.id, users.c.email, users.c.is_admin)
     .select_from(web_sessions.join(users, users.c.id == web_sessions.c.user_id))
     .where(
         web_sessions.c.token_hash == bindparam("token_hash"),
@@ -84,11 +84,12 @@ _SESSION_USER = (
 )
 
 
-async def session_user(conn: AsyncConnection, token_hash: str) -> tuple[int, str] | None:
-    """The user id and mailbox of a live session, read on every request: ending a
-    session, or disabling its user, takes effect at once."""
+async def session_user(conn: AsyncConnection, token_hash: str) -> tuple[int, str, bool] | None:
+    """The user id, mailbox and whether they are an admin, of a live session, read on
+    every request in one statement: ending a session, or disabling its user, takes
+    effect at once."""
     row = (await conn.execute(_SESSION_USER, {"token_hash": token_hash, "now": now()})).first()
-    return None if row is None else (int(row[0]), str(row[1]))
+    return None if row is None else (int(row[0]), str(row[1]), bool(row[2]))
 
 
 async def end_session(conn: AsyncConnection, token_hash: str) -> None:

@@ -45,7 +45,8 @@ async def viewer_of(request: Request, conn: AsyncConnection) -> Viewer | None:
     found = await sessions.session_user(conn, token_hash)
     if found is None:
         return None
-    return Viewer(found[0], found[1], token_hash, csrf_of(token))
+    user_id, email, is_admin = found
+    return Viewer(user_id, email, token_hash, csrf_of(token), is_admin)
 
 
 async def read_form(request: Request) -> FormData:

@@ -66,6 +66,9 @@ SECTIONS = (
     ("/two-factor", "Two-factor"),
 )
 NAV = (("/", "Addresses"), *SECTIONS)
+# The admin page's section, in the header of admins only.
+ADMIN = ("/admin", "Admin")
+ADMIN_NAV = (*NAV, ADMIN)
 
 
 def section(request: Request) -> str:
@@ -73,6 +76,8 @@ def section(request: Request) -> str:
     path = request.url.path.removeprefix(root(request))
     if path.startswith("/help"):
         return "/keys"
+    if path == ADMIN[0] or path.startswith(ADMIN[0] + "/"):
+        return ADMIN[0]
     return next((p for p, _ in SECTIONS if path.startswith(p)), "/")
 
 
@@ -90,7 +95,7 @@ def page(
         asset=lambda name: asset_url(base, name),
         viewer=viewer,
         csrf=viewer.csrf if viewer else "",
-        sections=NAV,
+        sections=ADMIN_NAV if viewer is not None and viewer.is_admin else NAV,
         section=section(request),
         **context,
     )

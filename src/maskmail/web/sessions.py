@@ -27,6 +27,8 @@ class Viewer:
     token_hash: str
     # Derived from the secret token, so it is never stored and needs no lookup.
     csrf: str
+    # Read with the session (the header's Admin link); the admin pages ask again.
+    is_admin: bool = False
 
 
 def hash_token(token: str) -> str:

@@ -1,6 +1,7 @@
 """The admin page's invitations (``/admin/invitations``): make a single-use sign-up link
-(shown once), list them with their state, revoke one. The workflow is
-``services/invitations.py``'s, with an audit row each (``services/admin.py``)."""
+(shown once, and mailed when "Send it to" names an address), list them with their state,
+revoke one. The workflow is ``services/invitations.py``'s (``invitation_mail.py``'s for
+the mail), with an audit row each (``services/admin.py``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from maskmail.core.invitations import InvitationNotFound
 from maskmail.http_shared.connection import Conn
 from maskmail.http_shared.public_url import server_url
 from maskmail.services import admin
+from maskmail.services.invitation_mail import Mailing
 from maskmail.store.clock import now
 from maskmail.web.guard import PageNotFound, Refused, attempt, path_id, plain_text
 from maskmail.web.pages.admin import Admin, AdminRoute, admin_change, require_admin
@@ -27,6 +29,8 @@ async def _page(
     link: str = "",
     error: str = "",
     expires: str = "7d",
+    email: str = "",
+    mailed: bool = False,
     status: int = 200,
 ) -> Response:
     return page(
@@ -38,6 +42,8 @@ async def _page(
         link=link,
         error=error,
         expires=expires,
+        email=email,
+        mailed=mailed,
         status=status,
         admin_section="invitations",
     )
@@ -52,13 +58,27 @@ async def show_invitations(request: Request, conn: Conn) -> Response:
 async def make_invitation(request: Request, conn: Conn) -> Response:
     who, form = await admin_change(request, conn)
     expires = plain_text(form.get("expires"), 16) or "7d"
-    made = await attempt(conn, who.viewer, lambda: admin.make_invitation(conn, who.actor, expires))
+    email = plain_text(form.get("email"), 320)
+    base_url = server_url(request)
+    mailing = None
+    if email:
+        settings = request.app.state.settings
+        mailing = Mailing(email, settings, request.app.state.outbound, base_url)
+    made = await attempt(
+        conn, who.viewer, lambda: admin.make_invitation(conn, who.actor, expires, mailing)
+    )
     if isinstance(made, Refused):
         return await _page(
-            request, conn, who, error=made.message, expires=expires, status=made.status
+            request,
+            conn,
+            who,
+            error=made.message,
+            expires=expires,
+            email=email,
+            status=made.status,
         )
     # Rendered, not redirected to: the link exists only in this one response.
-    return await _page(request, conn, who, link=made.link(server_url(request)))
+    return await _page(request, conn, who, link=made.link(base_url), mailed=bool(email))
 
 
 @router.post("/admin/invitations/{invitation_id}/revoke")
