@@ -3,6 +3,7 @@ and MASKMAIL_SIGNUP refused unless it is one of its three values."""
 
 from __future__ import annotations
 
+import mailbox
 import re
 from pathlib import Path
 
@@ -43,6 +44,36 @@ def test_a_closed_server_is_told_of(tmp_path: Path) -> None:
     assert made.returncode == 0
     assert made.stdout.startswith("https://relay.example.com/sign-up?invite=mmi_")
     assert "MASKMAIL_SIGNUP is closed" in made.stderr
+
+
+def test_create_mails_the_link_once(tmp_path: Path) -> None:
+    env = _env(tmp_path, MASKMAIL_SIGNUP="invite", MASKMAIL_PUBLIC_URL="https://mm.example/")
+    assert run_cli(env, "db", "upgrade").returncode == 0
+    made = run_cli(env, "invite", "create", "--expires", "2d", "--email", "pal@example.org")
+    assert made.returncode == 0, made.stderr
+    assert made.stderr.strip() == "made invitation 1, mailed, good for 2d"
+    assert "pal@example.org" not in made.stdout + made.stderr
+    (message,) = list(mailbox.Maildir(tmp_path / "outbox", create=False))
+    assert message["To"] == "pal@example.org" and message["From"] == "accounts@relay.example.com"
+    assert message.get_content_type() == "text/plain" and not message.is_multipart()
+    body = message.get_payload(decode=True)
+    assert isinstance(body, bytes) and made.stdout.strip() in body.decode()
+    assert "\topen\t" in run_cli(env, "invite", "list").stdout
+
+
+@pytest.mark.parametrize(
+    "email", ["me@relay.example.com", "x@mail.relay.example.com", "not-an-address"]
+)
+def test_a_refused_address_makes_no_invitation(tmp_path: Path, email: str) -> None:
+    env = _env(tmp_path, MASKMAIL_SIGNUP="invite")
+    assert run_cli(env, "db", "upgrade").returncode == 0
+    refused = run_cli(env, "invite", "create", "--email", email)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert len(refused.stderr.splitlines()) == 1 and refused.stderr.startswith("maskmail: ")
+    assert "mmi_" not in refused.stderr
+    listed = run_cli(env, "invite", "list")
+    assert listed.stdout == "" and listed.stderr.strip() == "0 invitations"
+    assert not (tmp_path / "outbox").exists() or not any((tmp_path / "outbox").rglob("*,*"))
 
 
 @pytest.mark.parametrize("expires", ["7", "2y", "0m", "91d"])
