@@ -84,19 +84,3 @@ async def test_without_an_address_nothing_is_mailed(
     assert made.status_code == 200 and _LINK.search(made.text) is not None
     assert 'id="invitation-mailed"' not in made.text
     assert mails_to(settings.outbox_dir, "friend@example.org") == []
-
-
-async def test_the_header_shows_admin_to_admins_only(sign_in: SignIn, db: Db) -> None:
-    ann = await sign_in("ann@example.com")
-    root = await _admin(sign_in, db)
-    link = 'href="/admin"'
-    assert link not in (await ann.client.get("/")).text
-    home = (await root.client.get("/")).text
-    assert link in home and 'href="/admin" aria-current="page"' not in home
-    for path in ("/admin", "/admin/invitations", "/admin/audit"):
-        page = (await root.client.get(path)).text
-        assert 'href="/admin" aria-current="page"' in page, path
-        assert 'href="/" aria-current="page"' not in page
-    # Taken back: the next page has no link.
-    await db.write(admin.set_admin, "root@example.com", False)
-    assert link not in (await root.client.get("/")).text
