@@ -4,7 +4,7 @@ UV := .tools/bin/uv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := .venv
 
-.PHONY: run test check lint typecheck pytest fast-tests system-deps screenshots
+.PHONY: run test check lint typecheck pytest fast-tests system-deps screenshots lighthouse
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -46,3 +46,7 @@ fast-tests:
 ## screenshots: retake the dashboard's screenshots (docs/images) and the users' guide's (static/help)
 screenshots: .venv/.synced
 	.venv/bin/python scripts/dashboard_screenshots.py
+
+## lighthouse: Lighthouse's accessibility and best-practices scores of every page, both themes
+lighthouse: .venv/.synced
+	.venv/bin/python scripts/lighthouse.py

@@ -40,7 +40,7 @@ def _cli(env: dict[str, str], *args: str, stdin: str | None = None) -> str:
     return result.stdout
 
 
-def _seed(env: dict[str, str], url: str, db: Path, zone: dict[str, list[tuple[str, str]]]) -> None:
+def seed(env: dict[str, str], url: str, db: Path, zone: dict[str, list[tuple[str, str]]]) -> None:
     key = _cli(env, "key", "create", EMAIL).strip()
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as api:
         for description in DESCRIPTIONS:
@@ -137,7 +137,7 @@ def main() -> None:
         up = ("up", "--api-port", str(port), "--smtp-port", str(free_port()))
         with running(env, *up, port=port, log=Path(tmp) / "up.log"):
             url = f"http://127.0.0.1:{port}"
-            _seed(env, url, db, zone)
+            seed(env, url, db, zone)
             with sync_playwright() as driver:
                 browser = driver.chromium.launch(
                     executable_path="/usr/bin/chromium", args=["--no-sandbox"]

@@ -8,10 +8,11 @@ packages=()
 # browser tests (tests/browser) drive it through Playwright; gpg makes the tests' OpenPGP
 # keys and decrypts forwards as mail clients do (maskmail itself does OpenPGP in process).
 # debootstrap, podman and buildah build and run the images of deploy/ without a registry
-# (tests/containers.py); docker-compose validates deploy/compose.yaml.
+# (tests/containers.py); docker-compose validates deploy/compose.yaml. npm installs the
+# pinned Lighthouse into .tools/lighthouse (scripts/lighthouse.py, tests/browser/test_lighthouse.py).
 for pair in rspamd:rspamd postfix:postfix wrk:wrk nginx:nginx openssl:openssl systemd-analyze:systemd \
   pgbouncer:pgbouncer chromium:chromium gpg:gpg debootstrap:debootstrap podman:podman \
-  buildah:buildah docker-compose:docker-compose; do
+  buildah:buildah docker-compose:docker-compose npm:npm; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || packages+=("${pair##*:}")
 done
 # The outage test runs a private PostgreSQL cluster: it needs initdb and pg_ctl, which
