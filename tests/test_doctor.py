@@ -257,6 +257,7 @@ async def test_each_broken_piece_fails_its_own_line_with_the_fix(setup: SetUp, p
     assert fix in found[piece.removeprefix("wildcard ")]
 
 
+@pytest.mark.slow
 async def test_a_check_that_hangs_fails_alone_in_time(setup: SetUp) -> None:
     # A DNS server that never answers, and a policy port that takes the request and
     # never replies: their lines fail after their timeout, the others pass.
@@ -284,6 +285,7 @@ def test_the_command_exits_1_and_json_has_every_check(tmp_path: Path) -> None:
     assert len(text.stdout.splitlines()) == len(NAMES)
 
 
+@pytest.mark.slow
 def test_the_report_holds_no_password(tmp_path: Path) -> None:
     secret = "s3cret-pw"
     with running_dns({}) as dns_port:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from maskmail.config import Settings
 from maskmail.startup import explain
 from tests.support import activated
@@ -53,6 +55,7 @@ def _inherited(sockets: list[socket.socket], *ports: int, pid: str = "$$") -> st
     return done.stdout.strip()
 
 
+@pytest.mark.slow
 def test_sockets_passed_by_systemd_are_found_by_port() -> None:
     with (
         socket.create_server(("127.0.0.1", 0)) as one,

@@ -183,6 +183,7 @@ async def test_wrong_records_do_not_pass(
     assert not any(checked.json()["checks"].values())
 
 
+@pytest.mark.slow
 async def test_an_unreachable_resolver_keeps_the_last_results(
     reconfigured: ClientFactory,
     alice: Caller,

@@ -48,6 +48,7 @@ async def _emails(api: httpx.AsyncClient, caller: Caller) -> list[str]:
     return [m["email"] for m in (await api.get(MAILBOXES, headers=caller.headers)).json()]
 
 
+@pytest.mark.slow
 async def test_readding_one_address_mails_it_at_most_three_times_a_day(
     api: httpx.AsyncClient, carol: Caller, bob: Caller, sink: Sink
 ) -> None:

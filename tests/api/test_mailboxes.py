@@ -157,6 +157,7 @@ async def test_mailboxes_at_the_relays_older_domains_are_422(
     assert len((await api.get(MAILBOXES, headers=carol.headers)).json()) == 2
 
 
+@pytest.mark.slow
 async def test_the_verification_goes_to_the_outbox_without_a_smarthost(
     reconfigured: ClientFactory, carol: Caller, tmp_path: Path
 ) -> None:

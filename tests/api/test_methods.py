@@ -39,6 +39,7 @@ def _paths(app: FastAPI) -> dict[str, set[str]]:
     return taken
 
 
+@pytest.mark.slow
 async def test_every_path_answers_405_with_exactly_its_methods(
     app: FastAPI, client: httpx.AsyncClient, alice: Caller
 ) -> None:

@@ -92,6 +92,7 @@ SPELLINGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("path", "headers"), SPELLINGS)
 async def test_every_spelling_of_the_path_is_judged_alike(
     database_url: str, path: str, headers: dict[str, str]

@@ -84,6 +84,7 @@ async def test_one_user_racing_two_claims_gets_one(
     assert len((await client.get(SUBS, headers=alice.headers)).json()) == 1
 
 
+@pytest.mark.slow
 async def test_other_users_subdomain_is_not_found(
     client: httpx.AsyncClient, alice: Caller, bob: Caller
 ) -> None:

@@ -65,6 +65,7 @@ async def test_empty_object_changes_nothing(client: httpx.AsyncClient, alice: Ca
     assert (response.status_code, response.json()) == (200, made)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "field"),
     [

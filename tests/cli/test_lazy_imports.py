@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support import run_cli
 
 # Not pydantic: Typer builds its commands' parameters with it.
@@ -42,6 +44,7 @@ def test_help_builds_without_them() -> None:
     assert json.loads(done.stdout.splitlines()[-1]) == []
 
 
+@pytest.mark.slow
 def test_a_refusal_does_not_load_alembic(tmp_path: Path) -> None:
     """Only an unforeseen failure needs Alembic, to ask whether the schema is behind."""
     env = {**os.environ, "MASKMAIL_DATA_DIR": str(tmp_path)}

@@ -25,6 +25,7 @@ async def _reply(reader: asyncio.StreamReader) -> bytes:
     return await asyncio.wait_for(reader.readuntil(b","), 10)
 
 
+@pytest.mark.slow
 async def test_a_stop_answers_lookups_under_way_and_closes_idle_connections(
     settings: Settings, relay_engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -176,6 +176,7 @@ async def test_strangers_are_refused(relay: int, sink: Sink, masks: Masks, sende
     assert await mask.counters() == counts(forwarded=1)
 
 
+@pytest.mark.slow
 async def test_spoofed_from_with_mismatched_envelope(relay: int, sink: Sink, masks: Masks) -> None:
     mask = await masks.make()
     alias, _ = await _alias(relay, sink, mask)

@@ -135,6 +135,7 @@ async def _count_a_day(url: str) -> None:
         await engine.dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_upgrade_from_0005_keeps_users_keys_and_addresses(backend: str, tmp_path: Path) -> None:
     with fresh_database(backend, tmp_path) as url:

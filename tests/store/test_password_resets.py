@@ -31,6 +31,7 @@ async def test_a_link_lives_until_used_or_expired(
     assert await password_resets.use(conn, "d" * 64) is None
 
 
+@pytest.mark.slow
 async def test_an_account_has_few_live_links(
     conn: AsyncConnection, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -88,6 +88,7 @@ async def test_an_admin_sees_users_with_counts_and_last_sign_in(sign_in: SignIn,
     assert f"{await db.read(accounts.count_users)} users" in page
 
 
+@pytest.mark.slow
 async def test_the_users_are_paged(sign_in: SignIn, db: Db) -> None:
     root = await _admin(sign_in, db)
 

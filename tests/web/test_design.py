@@ -51,6 +51,7 @@ async def test_signed_out_pages_show_the_name_and_no_menu(sign_in: SignIn) -> No
     assert "details" not in html and "aria-current" not in html
 
 
+@pytest.mark.slow
 async def test_switches_say_their_state(sign_in: SignIn, db: Db) -> None:
     ann = await sign_in("edna@example.com")
     await ann.post("/addresses")

@@ -125,6 +125,7 @@ async def test_a_key_is_made_under_its_trimmed_name_and_listed_by_it(
     assert unnamed.status_code == 200 and ">(no name)</td>" in unnamed.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "reason"),
     [

@@ -146,6 +146,7 @@ def _same_page(page: httpx.Response, email: str) -> str:
     return _TICKET.sub("", page.text).replace(email, "EMAIL")
 
 
+@pytest.mark.slow
 async def test_a_taken_address_is_answered_the_same(
     client: httpx.AsyncClient, settings: Settings, db: Db, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -164,6 +164,7 @@ async def test_too_many_wrong_codes_end_the_sign_in(
     assert "maskmail_session" not in ended.headers.get("set-cookie", "")
 
 
+@pytest.mark.slow
 async def test_the_second_step_is_throttled_per_account(
     database_url: str, db: Db, clock: Clock
 ) -> None:
