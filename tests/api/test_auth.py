@@ -74,6 +74,7 @@ async def test_unusable_credentials_get_401(
     _assert_401(await client.request(method, path, headers=headers))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("path", "header"), [(BASE, "Authorization"), ("/api/user_info", "Authentication")]
 )

@@ -40,6 +40,7 @@ async def test_contact_gives_a_stable_reverse_alias(
     assert other.json()["reverse_alias"] != body["reverse_alias"]
 
 
+@pytest.mark.slow
 async def test_contacts_of_two_addresses_differ(client: httpx.AsyncClient, alice: Caller) -> None:
     one, two = await _address_id(client, alice), await _address_id(client, alice)
     aliases = {

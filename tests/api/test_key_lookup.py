@@ -32,6 +32,7 @@ def _flat(args: Any) -> list[str]:
     return [str(args)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("method", "path", "header"),
     [

@@ -306,6 +306,7 @@ async def test_refusals_do_not_use_up_the_senders_allowance(
     await recipients.check_may_receive(ctx, f"fine@{owner.host}", SENDER)
 
 
+@pytest.mark.slow
 async def test_200_concurrent_first_mails_make_each_address_once(
     settings: Settings, relay_engine: AsyncEngine
 ) -> None:

@@ -15,6 +15,7 @@ from maskmail.mail.outbound import Outbox
 SENDERS = 6
 
 
+@pytest.mark.slow
 def test_first_deliveries_at_once_to_a_new_outbox_all_land(tmp_path: Path) -> None:
     """Several workers (or notices sent after a response) may write the first messages of
     a new outbox at once; each must land, none may fail on the half-made Maildir."""

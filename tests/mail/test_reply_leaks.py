@@ -103,6 +103,7 @@ def _text(owner: str, text: str, subtype: str = "plain") -> bytes:
     ).encode() + body
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("text", "subtype"),
     [

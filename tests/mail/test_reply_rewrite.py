@@ -139,6 +139,7 @@ def test_display_name_is_scrubbed_too() -> None:
     assert _parsed(shown)["From"] == f'"{RELAY}" <{RELAY}>'
 
 
+@pytest.mark.slow
 def test_deep_nesting_is_refused_not_crashed() -> None:
     depth = 2000
     head = "".join(

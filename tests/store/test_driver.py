@@ -33,6 +33,7 @@ async def _sqlite_driver(tmp_path: Path, finished: list[float]) -> SqliteDriver:
     return SqliteDriver(driver, managed=False)
 
 
+@pytest.mark.slow
 async def test_a_long_sqlite_statement_leaves_the_event_loop_free(tmp_path: Path) -> None:
     finished: list[float] = []
     driver = await _sqlite_driver(tmp_path, finished)

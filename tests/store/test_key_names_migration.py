@@ -25,6 +25,7 @@ async def _run(url: str, sql: str) -> list[tuple[object, ...]]:
         await engine.dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_old_keys_have_no_name_and_going_down_keeps_the_keys(backend: str, tmp_path: Path) -> None:
     with fresh_database(backend, tmp_path) as url:

@@ -65,6 +65,7 @@ async def _read(url: str) -> tuple[list[object], int, int, int, list[int]]:
         await engine.dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_existing_users_keep_their_mailbox_as_mailbox_one(backend: str, tmp_path: Path) -> None:
     with fresh_database(backend, tmp_path) as url:

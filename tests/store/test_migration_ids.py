@@ -148,6 +148,7 @@ async def _add_after_deletes(url: str) -> tuple[int, int, int]:
         await engine.dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_every_row_is_kept_and_no_id_comes_back(backend: str, tmp_path: Path) -> None:
     with fresh_database(backend, tmp_path) as url:

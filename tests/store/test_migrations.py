@@ -85,6 +85,7 @@ async def _counts(url: str) -> list[tuple[int, int]]:
         await engine.dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_address_counts_are_filled_in_for_existing_users(backend: str, tmp_path: Path) -> None:
     with fresh_database(backend, tmp_path) as url:
@@ -119,6 +120,7 @@ async def _add_addresses(url: str, owners: list[int]) -> None:
         await engine.dispose()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_address_counts_move_to_their_slots_and_back(backend: str, tmp_path: Path) -> None:
     with fresh_database(backend, tmp_path) as url:

@@ -254,6 +254,7 @@ async def test_changes_are_throttled_per_client(sign_in: SignIn, db: Db, app: Fa
     assert (await db.read(accounts.limits_of, bob.user_id)).addresses == 5
 
 
+@pytest.mark.slow
 async def test_the_audit_log_is_shown_newest_first_and_paged(sign_in: SignIn, db: Db) -> None:
     root = await _admin(sign_in, db)
     bob = await sign_in("bob@example.com")

@@ -220,6 +220,7 @@ async def test_api_keys_are_not_affected(
     assert answer.status_code == 200
 
 
+@pytest.mark.slow
 async def test_the_waiting_cookie_is_no_session(
     app: FastAPI, sign_in: SignIn, clock: Clock
 ) -> None:
