@@ -11,20 +11,10 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.conftest import USERS, VENDOR, Site, sign_in
+from tests.browser.test_dashboard import PAGES
 
 pytestmark = pytest.mark.slow
 ANN, BOB = USERS
-
-PAGES = (
-    "/",
-    "/mailboxes",
-    "/subdomain",
-    "/domains",
-    "/activity",
-    "/keys",
-    "/help/clients",
-    "/password",
-)
 
 
 def violations(page: Page) -> list[str]:

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings
 from maskmail.core.errors import InvalidAddress, UserNotFound
-from maskmail.services import admin
+from maskmail.services import admin, user_limits
 from maskmail.store import accounts, audit_log
 from maskmail.store.accounts import UserLimits
 from maskmail.store.engine import transaction
@@ -119,11 +119,11 @@ async def test_own_mailbox_and_domain_limits_replace_the_settings(db: AsyncEngin
     [user] = await _users(db, "limits")
     settings = Settings(max_mailboxes_per_user=4, max_domains_per_user=2)
     async with transaction(db) as conn:
-        assert await admin.mailbox_limit(conn, user, settings) == 4
-        assert await admin.domain_limit(conn, user, settings) == 2
+        assert await user_limits.mailbox_limit(conn, user, settings) == 4
+        assert await user_limits.domain_limit(conn, user, settings) == 2
         await accounts.set_limits(conn, user, UserLimits(mailboxes=1, domains=0))
-        assert await admin.mailbox_limit(conn, user, settings) == 1
-        assert await admin.domain_limit(conn, user, settings) == 0
+        assert await user_limits.mailbox_limit(conn, user, settings) == 1
+        assert await user_limits.domain_limit(conn, user, settings) == 0
 
 
 async def test_set_admin_says_whether_it_changed_anything(db: AsyncEngine) -> None:

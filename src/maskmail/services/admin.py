@@ -14,15 +14,15 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from maskmail.config import Settings
 from maskmail.core import invitations as invitation_rules
 from maskmail.core.errors import InvalidAddress, UserNotFound
 from maskmail.core.invitations import Invitation
-from maskmail.services import invitations
+from maskmail.services import invitation_mail, invitations
+from maskmail.services.invitation_mail import Mailing
 from maskmail.services.invitations import NewInvitation
 from maskmail.store import accounts, audit_log, sessions, user_overview, users_admin
 from maskmail.store import invitations as invitation_store
@@ -30,9 +30,6 @@ from maskmail.store.accounts import UserLimits
 from maskmail.store.clock import now
 from maskmail.store.owner_lock import lock_owner
 from maskmail.store.user_overview import UserRow
-
-if TYPE_CHECKING:
-    from maskmail.services.invitation_mail import Mailing
 
 T = TypeVar("T")
 
@@ -191,19 +188,6 @@ async def set_limits(
     return await user_overview.one(conn, user_id)
 
 
-async def mailbox_limit(conn: AsyncConnection, user_id: int, settings: Settings) -> int:
-    """The user's own mailbox limit, else MASKMAIL_MAX_MAILBOXES_PER_USER."""
-    own = (await accounts.limits_of(conn, user_id)).mailboxes
-    return settings.max_mailboxes_per_user if own is None else own
-
-
-async def domain_limit(conn: AsyncConnection, user_id: int, settings: Settings) -> int:
-    """The user's own domain limit, else MASKMAIL_MAX_DOMAINS_PER_USER. (The address
-    limit is read where addresses are made, ``store.addresses.create_address``.)"""
-    own = (await accounts.limits_of(conn, user_id)).domains
-    return settings.max_domains_per_user if own is None else own
-
-
 async def delete_user(conn: AsyncConnection, actor: Actor, user_id: int) -> int:
     """Delete the user as ``maskmail user delete`` does (every address kept as a
     tombstone); return how many addresses went."""
@@ -225,9 +209,6 @@ async def make_invitation(
     when ``mailing`` says where (services/invitation_mail.py: a refused address makes
     nothing); the log keeps its id, expiry and whether it was mailed, never its token
     nor the address (no mailbox but an account's own is logged)."""
-    # Here, not at the top: invitation_mail -> signup -> mailboxes imports this module.
-    from maskmail.services import invitation_mail
-
     lifetime = invitation_rules.parse_duration(expires)
     checked = None if mailing is None else await invitation_mail.check(conn, mailing)
     made = await invitations.create(conn, expires_in=lifetime, created_by=actor.user_id)

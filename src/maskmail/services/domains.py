@@ -13,8 +13,8 @@ from maskmail.config import Settings
 from maskmail.core import custom_domains as rules
 from maskmail.core.custom_domains import CustomDomain
 from maskmail.core.dkim_keys import generate_key, txt_value
-from maskmail.services.admin import domain_limit
 from maskmail.services.relay_domains import relay_domains
+from maskmail.services.user_limits import domain_limit
 from maskmail.store import custom_domains as store
 from maskmail.store.engine import transaction
 

@@ -12,9 +12,9 @@ from maskmail.config import Settings
 from maskmail.core import mailboxes as rules
 from maskmail.core.errors import DeliveryDeferred, RateLimited
 from maskmail.core.windows import in_words
-from maskmail.services.admin import mailbox_limit
 from maskmail.services.relay_domains import relay_domains
 from maskmail.services.sending import Sender
+from maskmail.services.user_limits import mailbox_limit
 from maskmail.store import mailboxes as store
 from maskmail.store.mailboxes import Mailbox
 
