@@ -136,9 +136,11 @@ def configure(
     owners_domain: str,
     ports: Ports,
     outside_domains: tuple[str, ...] = (),
+    settings: str = "",
 ) -> None:
-    """Write main.cf and master.cf: the doc's blocks, moved to this test's ports. Mail for
-    the owners' domain and ``outside_domains`` goes to the sink (the internet)."""
+    """Write main.cf and master.cf: the doc's blocks, moved to this test's ports, and
+    ``settings`` after them. Mail for the owners' domain and ``outside_domains`` goes to
+    the sink (the internet)."""
     main = config_file("main.cf for maskmail")
     main = _replace(main, DOC_DOMAIN, domain)
     routes = "".join(
@@ -173,7 +175,7 @@ smtp_dns_support_level = disabled
 smtp_tls_security_level = none
 smtpd_tls_security_level = none
 """
-    (conf / "main.cf").write_text(private + main)
+    (conf / "main.cf").write_text(private + main + settings)
     (conf / "master.cf").write_text(BASE_SERVICES + master)
 
 
@@ -196,7 +198,12 @@ def queue(log: Path) -> list[dict[str, object]]:
 
 @contextmanager
 def running_postfix(
-    *, domain: str, owners_domain: str, ports: Ports, outside_domains: tuple[str, ...] = ()
+    *,
+    domain: str,
+    owners_domain: str,
+    ports: Ports,
+    outside_domains: tuple[str, ...] = (),
+    settings: str = "",
 ) -> Iterator[Path]:
     """Start the instance; yield its log file; stop it and remove its directories."""
     if shutil.which("postfix") is None:
@@ -217,6 +224,7 @@ def running_postfix(
             owners_domain=owners_domain,
             ports=ports,
             outside_domains=outside_domains,
+            settings=settings,
         )
         started = _postfix(conf, "start")
         try:

@@ -7,8 +7,9 @@ import gc
 import logging
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -76,6 +77,38 @@ def run_loop(main: Coroutine[Any, Any, None]) -> None:
     uvloop.run(main)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _after_uvicorn() -> Iterator[None]:
+    """uvicorn raises the signal that stopped it once more when its own shutdown is
+    done; under the default handler that killed the process before the mail plane's
+    orderly stop (docs/operations.md), cutting off a message under way. That echo is
+    taken as already heard; a second signal, someone pressing Ctrl-C again, stops the
+    process at once."""
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    heard = 0
+
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    def hear(signum: int, _frame: FrameType | None) -> None:
+        nonlocal heard
+        heard += 1
+        if heard > 1:
+            restore()
+            signal.raise_signal(signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, hear)
+    try:
+        yield
+    finally:
+        restore()
+
+
 async def run_up(
     settings: Settings, *, host: str, api_port: int, smtp_port: int, access_log: bool = False
 ) -> None:
@@ -85,21 +118,23 @@ async def run_up(
     """
     # Both ports are taken before anything is logged, so a busy one is the only line.
     api_socket = bind(host, api_port, "the API", "--api-port")
-    async with _smtp(settings, host, smtp_port) as engine:
-        # One engine, one pool, for both planes; frozen once both are up.
-        config = uvicorn.Config(
-            create_app(
-                settings,
-                engine=engine,
-                listener=(host, smtp_port),
-                on_started=gc.freeze,
-                outbound=notices_for(settings),
-            ),
-            host=host,
-            port=api_port,
-            **uvicorn_options(access_log),  # type: ignore[arg-type]
-        )
-        await uvicorn.Server(config).serve(sockets=[api_socket])
+    with ExitStack() as signals:
+        async with _smtp(settings, host, smtp_port) as engine:
+            # One engine, one pool, for both planes; frozen once both are up.
+            config = uvicorn.Config(
+                create_app(
+                    settings,
+                    engine=engine,
+                    listener=(host, smtp_port),
+                    on_started=gc.freeze,
+                    outbound=notices_for(settings),
+                ),
+                host=host,
+                port=api_port,
+                **uvicorn_options(access_log),  # type: ignore[arg-type]
+            )
+            signals.enter_context(_after_uvicorn())  # until the mail plane has stopped
+            await uvicorn.Server(config).serve(sockets=[api_socket])
 
 
 async def run_smtp(
@@ -118,15 +153,17 @@ async def run_smtp(
         # Taken before SMTP listens, so a busy port is one line and nothing was served.
         if health_socket is None:
             health_socket = bind(host, health_port, "the health probes", "--health-port")
-        async with _smtp(settings, host, port, sockets=sockets) as engine:
-            readiness = Readiness.of(engine, smtp=(host, port))
-            config = uvicorn.Config(
-                health_app(readiness, settings),
-                host=host,
-                port=health_port,
-                **uvicorn_options(False),  # type: ignore[arg-type]
-            )
-            await uvicorn.Server(config).serve(sockets=[health_socket])
+        with ExitStack() as signals:
+            async with _smtp(settings, host, port, sockets=sockets) as engine:
+                readiness = Readiness.of(engine, smtp=(host, port))
+                config = uvicorn.Config(
+                    health_app(readiness, settings),
+                    host=host,
+                    port=health_port,
+                    **uvicorn_options(False),  # type: ignore[arg-type]
+                )
+                signals.enter_context(_after_uvicorn())
+                await uvicorn.Server(config).serve(sockets=[health_socket])
         return
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

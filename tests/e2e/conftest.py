@@ -123,11 +123,12 @@ def behind_postfix(
     env: dict[str, str] | None = None,
     outside_domains: tuple[str, ...] = (),
     socket_unit: bool = False,
+    postfix_settings: str = "",
 ) -> Iterator[BehindPostfix]:
     """Mail for ``owners_domain`` and ``outside_domains`` goes on to ``sink``; ``env``
-    adds maskmail settings. With ``socket_unit``, the test holds maskmail's SMTP and
-    policy sockets and passes them to each maskmail process, as
-    deploy/systemd/maskmail-smtp.socket does."""
+    adds maskmail settings, ``postfix_settings`` main.cf lines. With ``socket_unit``, the
+    test holds maskmail's SMTP and policy sockets and passes them to each maskmail
+    process, as deploy/systemd/maskmail-smtp.socket does."""
     ports = Ports(
         inbound=free_port(),
         smarthost=free_port(),
@@ -183,6 +184,7 @@ def behind_postfix(
             owners_domain=owners_domain,
             ports=ports,
             outside_domains=outside_domains,
+            settings=postfix_settings,
         ) as log,
     ):
         wait_for_port(ports.maskmail)
@@ -219,6 +221,7 @@ class Front:
         outside_domains: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
         socket_unit: bool = False,
+        postfix_settings: str = "",
     ) -> AbstractContextManager[BehindPostfix]:
         return behind_postfix(
             self.deployment,
@@ -230,6 +233,7 @@ class Front:
             env=env,
             outside_domains=outside_domains,
             socket_unit=socket_unit,
+            postfix_settings=postfix_settings,
         )
 
 

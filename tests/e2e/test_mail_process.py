@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import smtplib
+import time
 from email import message_from_bytes, policy
 from pathlib import Path
 
@@ -112,3 +113,35 @@ def test_up_mails_a_new_mailbox_its_link_and_forwards_to_both(
     assert forwarded == 1
     assert sorted(m.rcpt_tos[0] for m in sink.messages[1:]) == sorted([OWNER, "work@example.net"])
     assert "work@example.net" not in log.read_text()
+
+
+def test_up_finishes_the_message_under_way_when_told_to_stop(
+    deployment: Deployment, sink: Sink
+) -> None:
+    """uvicorn raises the signal that stopped it again after its own shutdown; that
+    echo must not kill `up` before the mail plane's orderly stop has finished."""
+    key = deployment.user_with_key(OWNER)
+    api_port, smtp_port = free_port(), free_port()
+    args = ("up", "--api-port", str(api_port), "--smtp-port", str(smtp_port))
+    log = deployment.tmp / "up-stop.log"
+    with running(with_smarthost(deployment, sink), *args, port=api_port, log=log) as proc:
+        wait_for_port(smtp_port)
+        created = httpx.post(
+            f"http://{HOST}:{api_port}/v3/relay/addresses",
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()
+        address = created["full_address"]
+        with smtplib.SMTP(HOST, smtp_port, timeout=30) as client:
+            client.ehlo("client.example.com")
+            assert client.mail("alice@example.com")[0] == 250
+            assert client.rcpt(address)[0] == 250
+            assert client.docmd("DATA")[0] == 354
+            client.send(note(address)[:20])
+            proc.terminate()
+            time.sleep(1.0)  # uvicorn has shut down; the mail plane is stopping
+            client.send(note(address)[20:] + b".\r\n")
+            assert client.getreply()[0] == 250
+        assert proc.wait(timeout=15) == 0
+    [got] = sink.messages
+    assert got.rcpt_tos == [OWNER]
+    assert "Finished server process" in log.read_text()

@@ -14,7 +14,7 @@ from maskmail.mail import custom_domains
 from maskmail.mail.context import MailContext
 from maskmail.mail.plane import CLOSE_TIMEOUT, mail_plane
 from maskmail.mail.socketmap import netstring
-from tests.mail.conftest import HOST
+from tests.mail.conftest import HOST, Masks, Sink, message
 from tests.support import free_port
 
 pytestmark = pytest.mark.anyio
@@ -60,3 +60,70 @@ async def test_a_stop_answers_lookups_under_way_and_closes_idle_connections(
         await asyncio.open_connection(HOST, port)
     for writer in (idle_writer, busy_writer):
         writer.close()
+
+
+class _Client:
+    """A raw SMTP client, to hold a session at an exact step while the plane stops."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, port: int) -> _Client:
+        client = cls(*await asyncio.open_connection(HOST, port))
+        assert (await client.reply()).startswith(b"220")
+        assert (await client.say(b"EHLO postfix.example")).startswith(b"250")
+        return client
+
+    async def reply(self) -> bytes:
+        while True:
+            line = await asyncio.wait_for(self.reader.readline(), 10)
+            if line[3:4] != b"-":
+                return line
+
+    async def say(self, line: bytes) -> bytes:
+        self.writer.write(line + b"\r\n")
+        return await self.reply()
+
+    async def begin(self, to: str) -> None:
+        assert (await self.say(b"MAIL FROM:<alice@example.com>")).startswith(b"250")
+        assert (await self.say(f"RCPT TO:<{to}>".encode())).startswith(b"250")
+        assert (await self.say(b"DATA")).startswith(b"354")
+
+    async def ended(self) -> bool:
+        return await asyncio.wait_for(self.reader.read(), 10) == b""
+
+
+async def test_a_stop_finishes_the_message_under_way_and_turns_a_reused_connection_away(
+    settings: Settings, relay_engine: AsyncEngine, masks: Masks, sink: Sink
+) -> None:
+    """Postfix keeps busy connections open and reuses them, so they never end by
+    themselves: the stop lets the message under way finish, then hangs up, and answers
+    the RSET with which Postfix probes a cached connection before reusing it with 421,
+    so that Postfix opens a new connection instead of losing one in the middle of DATA."""
+    mask = await masks.make()
+    port = free_port()
+    plane = mail_plane(settings, relay_engine, host=HOST, port=port)
+    await plane.__aenter__()
+    try:
+        cached = await _Client.open(port)
+        await cached.begin(mask.address)
+        assert (await cached.say(message(to=mask.address) + b".")).startswith(b"250")
+        busy = await _Client.open(port)
+        await busy.begin(mask.address)
+        body = message(to=mask.address, subject="under way")
+        busy.writer.write(body[:40])
+    finally:
+        started = time.monotonic()
+        stopping = asyncio.create_task(plane.__aexit__(None, None, None))
+    await asyncio.sleep(0.2)
+    assert (await cached.say(b"RSET")).startswith(b"421 4.3.2")
+    assert await cached.ended()
+    assert (await busy.say(body[40:] + b".")).startswith(b"250")
+    assert await busy.ended()
+    await stopping
+    assert time.monotonic() - started < CLOSE_TIMEOUT
+    assert [m.data.count(b"Subject: under way") for m in sink.messages] == [0, 1]
+    for client in (cached, busy):
+        client.writer.close()

@@ -27,6 +27,7 @@ class ConnectionGate:
         self.connections = OpenConnections()
         self.by_client: Counter[str] = Counter()
         self.transports: set[asyncio.BaseTransport] = set()
+        self.stopping = False
 
     def refusal(self, client: str) -> str | None:
         """The line to refuse a new connection from ``client`` with, or None to admit it."""
@@ -92,7 +93,7 @@ class RelaySMTP(SMTP):
         if task is not None:
             task.add_done_callback(self._hang_up)
 
-    def _hang_up(self, _task: asyncio.Task[None]) -> None:
+    def _hang_up(self, _task: asyncio.Task[None] | None) -> None:
         transport = self.transport
         if transport is not None and not transport.is_closing():
             transport.close()
@@ -104,6 +105,25 @@ class RelaySMTP(SMTP):
             self._gate.release(self._client, self._first_transport)
         self._client = None
         super().connection_lost(error)
+
+    async def smtp_RSET(self, arg: str) -> None:  # noqa: N802 (aiosmtpd names its commands so)
+        """During a stop, turn away the RSET with which Postfix probes a cached
+        connection before reusing it: it then opens a new one, which the next process
+        answers, rather than starting a message this process may have to cut off."""
+        if self._gate.stopping:
+            await self._say_goodbye()
+            return
+        await super().smtp_RSET(arg)
+
+    async def smtp_DATA(self, arg: str) -> None:  # noqa: N802
+        """A message under way when the stop began is finished, then the session ends."""
+        await super().smtp_DATA(arg)
+        if self._gate.stopping:
+            self._hang_up(None)
+
+    async def _say_goodbye(self) -> None:
+        await self.push(replies.SHUTTING_DOWN)
+        self._hang_up(None)
 
     def _timeout_cb(self) -> None:
         """Say why before hanging up on a silent client (RFC 5321 4.5.3.2)."""
@@ -148,6 +168,7 @@ class SmtpServer:
         """Stop accepting, let open sessions end by themselves for up to ``grace``
         seconds (a message in DATA is finished, Postfix's cached idle connections
         expire), then close what is left."""
+        self.gate.stopping = True
         self.server.close()
         await self.gate.connections.ended(grace)
         for transport in list(self.gate.transports):

@@ -30,6 +30,7 @@ ONE_RECIPIENT = "452 4.5.3 One recipient per message; send the others in a new t
 BAD_SENDER = "501 5.1.7 Bad sender address syntax"
 TOO_MANY_CONNECTIONS = "421 4.7.0 Too many connections; try again later"
 TOO_MANY_FROM_CLIENT = "421 4.7.0 Too many connections from your address; try again later"
+SHUTTING_DOWN = "421 4.3.2 Restarting; connect again"
 IDLE_TIMEOUT = "421 4.4.2 Idle for too long; closing the connection"
 TRY_LATER = "451 4.3.0 Temporary failure; try again later"
 
