@@ -57,7 +57,9 @@ async def test_a_disabled_user_has_no_session_and_cannot_sign_in(conn: AsyncConn
     assert await sessions.account_for_email(conn, "max@example.com") is not None
 
 
-async def test_the_mail_plane_finds_nothing_of_a_disabled_user(conn: AsyncConnection) -> None:
+async def test_the_mail_plane_sees_a_disabled_users_addresses_as_disabled(
+    conn: AsyncConnection,
+) -> None:
     user_id, _ = await _user(conn, "ned@example.com")
     made = await store.create_address(
         conn, user_id, domain=DOMAIN, length=6, choose=pinned("nedned")
@@ -66,13 +68,22 @@ async def test_the_mail_plane_finds_nothing_of_a_disabled_user(conn: AsyncConnec
     made_alias = await found_or_made(driver, made.id, "shop@example.net", domain=DOMAIN)
     local, _, alias_domain = made_alias.full_address.partition("@")
     limits = OwnerLimits(per_hour=10, kept=10)
-    assert await run_on(driver, mailflow.find_recipient("nedned", DOMAIN)) is not None
+
+    async def enabled() -> tuple[bool, bool, bool]:
+        found = await run_on(driver, mailflow.find_recipient("nedned", DOMAIN))
+        route = await mailflow.find_reply_route(driver, local, alias_domain)
+        checked = await run_on(
+            driver, mailflow.recheck(driver.dialect, made.id, None, domain=DOMAIN)
+        )
+        assert found is not None and route is not None and checked.address is not None
+        return found.address.enabled, route.address.enabled, checked.address.enabled
+
+    assert await enabled() == (True, True, True)
     await accounts.set_disabled(conn, user_id, True)
-    assert await run_on(driver, mailflow.find_recipient("nedned", DOMAIN)) is None
-    assert await mailflow.find_reply_route(driver, local, alias_domain) is None
+    assert await enabled() == (False, False, False)
     assert await first_mail.facts(driver, user_id, "new@x.relay.test", limits, 0) is None
     await accounts.set_disabled(conn, user_id, False)
-    assert await mailflow.find_reply_route(driver, local, alias_domain) is not None
+    assert await enabled() == (True, True, True)
 
 
 async def test_a_users_own_address_limit_holds_in_place_of_the_setting(

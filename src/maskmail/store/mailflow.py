@@ -34,6 +34,15 @@ from maskmail.store.tables import (
 )
 
 _WIDTH = len(ADDRESS_COLUMNS)
+# An address as the mail plane sees it: a disabled user's addresses read as disabled, so
+# that their mail is taken and dropped, and replies through them refused, as a disabled
+# address's are (docs/mail.md). Every statement here reads the address through this, over
+# ``_OWNED`` (the address joined to its owner).
+_LIVE_COLUMNS = tuple(
+    (column & users.c.disabled.is_(False)).label("enabled") if column.name == "enabled" else column
+    for column in ADDRESS_COLUMNS
+)
+_OWNED = addresses.join(users, users.c.id == addresses.c.user_id)
 
 
 def _destination_columns(address_id: Any) -> tuple[Any, ...]:
@@ -72,18 +81,12 @@ _WITH_KEYS = mailboxes.outerjoin(mailbox_keys, mailbox_keys.c.mailbox_id == mail
 # The address in RelayAddress's field order, its owner's mailbox, then each of the
 # owner's mailboxes (none: one row of NULLs): one statement.
 _RECIPIENT = Statement.from_core(
-    select(*ADDRESS_COLUMNS, users.c.email, *_destination_columns(addresses.c.id))
-    .select_from(
-        addresses.join(users, users.c.id == addresses.c.user_id).outerjoin(
-            _WITH_KEYS, mailboxes.c.user_id == users.c.id
-        )
-    )
+    select(*_LIVE_COLUMNS, users.c.email, *_destination_columns(addresses.c.id))
+    .select_from(_OWNED.outerjoin(_WITH_KEYS, mailboxes.c.user_id == users.c.id))
     .where(
         addresses.c.address == bindparam("local"),
         addresses.c.domain == bindparam("domain"),
         addresses.c.subdomain.is_not_distinct_from(bindparam("subdomain")),
-        # A disabled user's addresses are not found: their mail is refused as unknown.
-        users.c.disabled.is_(False),
     )
     .order_by(mailboxes.c.id),
     "local",
@@ -128,12 +131,13 @@ class Checked:
 
 
 _ADDRESS = Statement.from_core(
-    select(*ADDRESS_COLUMNS).where(addresses.c.id == bindparam("address_id")), "address_id"
+    select(*_LIVE_COLUMNS).select_from(_OWNED).where(addresses.c.id == bindparam("address_id")),
+    "address_id",
 )
 _ADDRESS_AND_ALIAS = Statement.from_core(
-    select(*ADDRESS_COLUMNS, reverse_aliases.c.alias, reverse_aliases.c.domain)
+    select(*_LIVE_COLUMNS, reverse_aliases.c.alias, reverse_aliases.c.domain)
     .select_from(
-        addresses.outerjoin(
+        _OWNED.outerjoin(
             reverse_aliases,
             (reverse_aliases.c.address_id == addresses.c.id)
             & (reverse_aliases.c.sender == bindparam("sender")),
@@ -147,11 +151,15 @@ _ADDRESS_AND_ALIAS = Statement.from_core(
 # PostgreSQL: the alias made (while the address is enabled) and the address read with it
 # in one statement, atomic alone. The read does not see the row the insert writes (one
 # snapshot), hence coalesce. Only our own constants are put into the text.
-_A = ", ".join(f"a.{column.name}" for column in ADDRESS_COLUMNS)
+_A = ", ".join(
+    "a.enabled AND NOT u.disabled" if column.name == "enabled" else f"a.{column.name}"
+    for column in ADDRESS_COLUMNS
+)
 _ADDRESS_MAKING_ALIAS = Statement.per_dialect(
     postgresql=f"WITH m AS ({aliases.MAKE_IF_ENABLED.postgresql} RETURNING alias, domain) "  # noqa: S608
     f"SELECT {_A}, coalesce(r.alias, m.alias), coalesce(r.domain, m.domain) "
-    "FROM addresses a LEFT JOIN reverse_aliases r ON r.address_id = a.id AND r.sender = $2 "
+    "FROM addresses a JOIN users u ON u.id = a.user_id "
+    "LEFT JOIN reverse_aliases r ON r.address_id = a.id AND r.sender = $2 "
     "LEFT JOIN m ON TRUE WHERE a.id = $1"
 )
 
@@ -220,16 +228,11 @@ class ReplyRoute:
 
 
 _REPLY_ROUTE = Statement.from_core(
-    select(*ADDRESS_COLUMNS, users.c.email, users.c.show_name, reverse_aliases.c.sender)
-    .select_from(
-        reverse_aliases.join(addresses, addresses.c.id == reverse_aliases.c.address_id).join(
-            users, users.c.id == addresses.c.user_id
-        )
-    )
+    select(*_LIVE_COLUMNS, users.c.email, users.c.show_name, reverse_aliases.c.sender)
+    .select_from(_OWNED.join(reverse_aliases, reverse_aliases.c.address_id == addresses.c.id))
     .where(
         reverse_aliases.c.alias == bindparam("alias"),
         reverse_aliases.c.domain == bindparam("domain"),
-        users.c.disabled.is_(False),
     ),
     "alias",
     "domain",

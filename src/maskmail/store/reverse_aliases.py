@@ -44,13 +44,14 @@ _FOUND_OR_MADE = Statement.per_dialect(
     "ON CONFLICT DO NOTHING RETURNING alias, domain, created_time) "
     "SELECT * FROM f UNION ALL SELECT * FROM m",
 )
-# The mail plane's: a sender's reverse alias made only while its relay address is enabled,
-# in the one statement or transaction that reads the address again before a forward
-# (store/mailflow.py). Arguments: the address id, the sender's key, the alias, its domain
+# The mail plane's: a sender's reverse alias made only while its relay address is enabled
+# and its owner not disabled, in the one statement or transaction that reads the address
+# again before a forward (store/mailflow.py). Arguments: the address id, the sender's key, the alias, its domain
 # and the time; nothing is written when the pair has a row or the alias is taken.
 _MAKE_IF_ENABLED = (
     "INSERT INTO reverse_aliases (address_id, sender, alias, domain, created_time) "
-    "SELECT id, {}, {}, {}, {} FROM addresses WHERE id = ?1 AND enabled ON CONFLICT DO NOTHING"
+    "SELECT a.id, {}, {}, {}, {} FROM addresses a JOIN users u ON u.id = a.user_id "
+    "WHERE a.id = ?1 AND a.enabled AND NOT u.disabled ON CONFLICT DO NOTHING"
 )
 MAKE_IF_ENABLED = Statement.per_dialect(
     sqlite=_MAKE_IF_ENABLED.format("?2", "?3", "?4", "?5"),
