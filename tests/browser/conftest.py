@@ -1,19 +1,25 @@
 """Browser fixtures: the real ``maskmail up`` per backend, Debian's chromium through
-Playwright, and a check after every test that no request left the site's origin."""
+Playwright, and a check after every test that no request left the site's origin; for
+the tests that read the mail a site sends, a sink smarthost and a site that mails to it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from email import message_from_bytes, policy
+from email.message import EmailMessage
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
+from maskmail.mail.dkim import generate_key
 from tests.dns_server import running_dns
+from tests.sink import HOST, Received, Sink
 from tests.support import BACKENDS, free_port, fresh_database, run_cli, running
 
 CHROMIUM = "/usr/bin/chromium"
@@ -85,6 +91,54 @@ def site(
         with running(env, *up, port=api_port, log=tmp / "up.log"):
             site_url = f"http://127.0.0.1:{api_port}"
             yield Site(site_url, smtp_port, tmp / "var" / "outbox", zone, keys, env)
+
+
+@pytest.fixture(scope="module")
+def sink() -> Iterator[Sink]:
+    """The smarthost of a module's mailing sites ("the internet"), recording what arrives."""
+    server = Sink(free_port())
+    server.start()
+    yield server
+    server.stop()
+
+
+@contextmanager
+def mailing_site(backend: str, tmp: Path, sink: Sink, **settings: str) -> Iterator[Site]:
+    """The real ``maskmail up`` on ``backend`` that sends its mail to ``sink``, signed with
+    a DKIM key whose public half is ``tmp / "dkim.pub"``; ``settings`` are more
+    ``MASKMAIL_*`` variables (``signup="invite"``)."""
+    private, public = generate_key()
+    (tmp / "dkim.key").write_bytes(private)
+    (tmp / "dkim.pub").write_bytes(public)
+    with _off_the_loop(fresh_database(backend, tmp)) as url:
+        env = {
+            "MASKMAIL_DATABASE_URL": url,
+            "MASKMAIL_DATA_DIR": str(tmp / "var"),
+            "MASKMAIL_DOMAIN": "relay.example.com",
+            "MASKMAIL_SMARTHOST": f"{HOST}:{sink.port}",
+            "MASKMAIL_DKIM_KEY_FILE": str(tmp / "dkim.key"),
+            "MASKMAIL_RATE_LIMIT": "100000/minute",
+        }
+        env |= {f"MASKMAIL_{name.upper()}": value for name, value in settings.items()}
+        _cli(env, "db", "upgrade")
+        api_port, smtp_port = free_port(), free_port()
+        up = ("up", "--api-port", str(api_port), "--smtp-port", str(smtp_port))
+        with running(env, *up, port=api_port, log=tmp / "up.log"):
+            url = f"http://127.0.0.1:{api_port}"
+            yield Site(url, smtp_port, tmp / "var" / "outbox", {}, env=env)
+
+
+def message_to(sink: Sink, recipient: str, subject: str) -> tuple[Received, EmailMessage]:
+    """The newest message to ``recipient`` with ``subject`` that reached ``sink``, as
+    sent and parsed (sent after the page answered, so it may take a moment)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for got in reversed(sink.messages):
+            parsed = message_from_bytes(got.data, _class=EmailMessage, policy=policy.default)
+            if recipient in got.rcpt_tos and parsed["Subject"] == subject:
+                return got, parsed
+        time.sleep(0.1)
+    raise AssertionError(f"no message {subject!r} to {recipient} reached the smarthost")
 
 
 # Per module, not per session: Playwright's sync API keeps an event loop running on this

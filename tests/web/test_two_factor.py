@@ -315,3 +315,18 @@ async def test_deleting_the_account_needs_the_second_factor_too(
     assert done.status_code == 303 and done.headers["location"] == "/account/deleted"
     emails = [u.email for u in await db.read(users_admin.list_users)]
     assert "ida2fa@example.com" not in emails
+
+
+async def test_deleting_the_account_takes_a_recovery_code(
+    sign_in: SignIn, clock: Clock, db: Db
+) -> None:
+    # A recovery code has letters: the field must not ask a phone for digits alone.
+    jo, _, codes = await enrolled(sign_in, clock, "jo2fa@example.com")
+    asked = (await jo.client.get("/account/delete")).text
+    field = re.search(r'<input [^>]*name="second"[^>]*>', asked)
+    assert field is not None and "inputmode" not in field.group(0)
+    assert "Code from the app, or a recovery code" in asked
+    done = await jo.post("/account/delete", {"password": PASSWORD, "second": codes[0]})
+    assert done.status_code == 303 and done.headers["location"] == "/account/deleted"
+    emails = [u.email for u in await db.read(users_admin.list_users)]
+    assert "jo2fa@example.com" not in emails

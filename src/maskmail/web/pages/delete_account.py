@@ -1,5 +1,5 @@
 """Deleting one's own account: the export offered first as a download, the password
-(and, once two-factor sign-in exists, the second factor) asked, then the operator's
+(and, with two-factor on, a code from the app or a recovery code) asked, then the operator's
 deletion (services/account_deletion.py), and a page saying it is done."""
 
 from __future__ import annotations
