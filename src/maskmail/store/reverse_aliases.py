@@ -46,8 +46,9 @@ _FOUND_OR_MADE = Statement.per_dialect(
 )
 # The mail plane's: a sender's reverse alias made only while its relay address is enabled
 # and its owner not disabled, in the one statement or transaction that reads the address
-# again before a forward (store/mailflow.py). Arguments: the address id, the sender's key, the alias, its domain
-# and the time; nothing is written when the pair has a row or the alias is taken.
+# again before a forward (store/mailflow.py). Arguments: the address id, the sender's
+# key, the alias, its domain and the time; nothing is written when the pair has a row or
+# the alias is taken.
 _MAKE_IF_ENABLED = (
     "INSERT INTO reverse_aliases (address_id, sender, alias, domain, created_time) "
     "SELECT a.id, {}, {}, {}, {} FROM addresses a JOIN users u ON u.id = a.user_id "
