@@ -144,10 +144,16 @@ class PendingCounts:
         if not self._counts or await self.flush():
             return
         messages = len(self)
-        path = save(data_dir, self._counts)
         metrics.mail_counts_pending.dec(messages)
-        self._counts.clear()
-        self._messages.clear()
+        try:
+            path = save(data_dir, self._counts)
+        except OSError as exc:
+            # The rest of the stop (the smarthost, the pool) must still happen.
+            log.error("could not count %d delivered messages, nor save them: %s", messages, exc)
+            return
+        finally:
+            self._counts.clear()
+            self._messages.clear()
         log.warning(
             "could not count %d delivered messages before stopping; kept in %s for the next start",
             messages,
