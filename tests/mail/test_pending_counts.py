@@ -22,6 +22,7 @@ from maskmail.mail import counting, pending_counts
 from maskmail.mail.plane import mail_plane
 from maskmail.store import addresses
 from maskmail.store.addresses import delete_address
+from maskmail.store.driver import DriverPool
 from maskmail.store.engine import transaction
 from maskmail.store.statements import Script
 from tests.mail.conftest import HOST, Mask, Masks, Sink, counts, message, send_async
@@ -194,3 +195,30 @@ async def test_a_saved_file_is_json_lines_of_ids_and_sums(tmp_path: Path) -> Non
         path.read_text() == '{"address_id": 7, "counters": {"num_forwarded": 2, "num_spam": 1}}\n'
     )
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+async def test_a_worker_leaves_saved_counts_to_the_one_replaying_them(
+    relay_engine: AsyncEngine, masks: Masks, tmp_path: Path
+) -> None:
+    mask = await masks.make()
+    pending_counts.save(tmp_path, {mask.address_id: collections.Counter(num_blocked=1)})
+    drivers = DriverPool(relay_engine)
+    with pending_counts._replaying(tmp_path / pending_counts.PENDING_DIR) as mine:
+        assert mine
+        await pending_counts.replay(drivers, tmp_path)
+        assert await mask.counters() == counts()
+    await pending_counts.replay(drivers, tmp_path)
+    assert await mask.counters() == counts(blocked=1)
+    assert saved(tmp_path) == []
+
+
+async def test_a_line_that_is_not_a_count_is_skipped(
+    relay_engine: AsyncEngine, masks: Masks, tmp_path: Path
+) -> None:
+    mask = await masks.make()
+    path = pending_counts.save(tmp_path, {mask.address_id: collections.Counter(num_spam=2)})
+    with path.open("a") as out:
+        out.write('{"address_id": "x"}\nnot json\n{"address_id": 1, "counters": {"drop": 1}}\n')
+    await pending_counts.replay(DriverPool(relay_engine), tmp_path)
+    assert await mask.counters() == counts(spam=2)
+    assert saved(tmp_path) == []
