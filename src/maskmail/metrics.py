@@ -42,6 +42,12 @@ mail_outcomes = Counter(
     "bounced (a delivery report taken), deferred (4xx to the sender), refused (5xx).",
     ["outcome"],
 )
+mail_counts_pending = Gauge(
+    "maskmail_mail_counts_pending",
+    "Delivered messages whose counts could not be written to the database yet, "
+    "and are being retried.",
+    multiprocess_mode="livesum",
+)
 smarthost_seconds = Histogram(
     "maskmail_smarthost_seconds",
     "Time the smarthost took to take (or refuse) one message.",

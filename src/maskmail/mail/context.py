@@ -14,6 +14,7 @@ from maskmail.core.envelope import normal_domain
 from maskmail.core.first_mail import FloodGuard, OwnerLimits
 from maskmail.mail.dkim import Signer
 from maskmail.mail.outbound import Outbound
+from maskmail.mail.pending_counts import PendingCounts
 from maskmail.mail.spam import SpamJudge
 from maskmail.store.driver import DriverPool
 
@@ -53,11 +54,15 @@ class MailContext:
     # Driver connections from the engine's pool, for the statements every message runs:
     # ``drivers.run`` a store script, one transaction per call.
     drivers: DriverPool = field(init=False)
+    # Counts of delivered messages the database was not there for, retried until
+    # written (mail/counting.py); ``mail_plane`` saves what is left when it stops.
+    pending_counts: PendingCounts = field(init=False)
     # Every domain mail is accepted for: the relay's domains (services/relay_domains.py).
     domains: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "drivers", DriverPool(self.engine, keep=_keep(self)))
+        object.__setattr__(self, "pending_counts", PendingCounts(self.drivers))
         object.__setattr__(self, "domain", normal_domain(self.domain))
         domains = frozenset(map(normal_domain, self.older_domains | {self.domain}))
         object.__setattr__(self, "domains", domains)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from maskmail import metrics
-from maskmail.core.errors import MaskmailError
+from maskmail.core.errors import MaskmailError, StoreUnavailable
 from maskmail.core.verdict import Action, Verdict
 from maskmail.mail.context import MailContext
 from maskmail.store import addresses
@@ -25,7 +25,8 @@ OUTCOMES = {
 
 async def count(ctx: MailContext, address_id: int, verdict: Verdict, *, sent: bool) -> None:
     """Add the verdict's counters. Once a message was ``sent``, a counting failure must
-    not make the client retry (the recipient would get it twice), so it is logged."""
+    not make the client retry (the recipient would get it twice): when the database is
+    unavailable the count is kept and written later (mail/pending_counts.py)."""
     metrics.mail_outcomes.labels(OUTCOMES[verdict.action]).inc()
     counters = verdict.counters
     if not counters:
@@ -33,6 +34,10 @@ async def count(ctx: MailContext, address_id: int, verdict: Verdict, *, sent: bo
     try:
         script = addresses.counted(ctx.drivers.dialect, address_id, counters)
         await ctx.drivers.run(script, ONE_WRITE)
+    except StoreUnavailable:
+        if not sent:
+            raise
+        ctx.pending_counts.add(address_id, counters)
     except MaskmailError:
         if not sent:
             raise

@@ -19,6 +19,7 @@ from maskmail.mail.context import MailContext
 from maskmail.mail.dkim import Signer, load_signer
 from maskmail.mail.handler import RelayHandler
 from maskmail.mail.outbound import Outbox, Smarthost
+from maskmail.mail.pending_counts import replay
 from maskmail.mail.policy import start_policy
 from maskmail.mail.server import start_smtp
 from maskmail.mail.spam import SpamJudge
@@ -157,6 +158,8 @@ async def mail_plane(
                 rewriters=rewriters,
                 kept_drivers=KEPT_DRIVERS,
             )
+            # Counts the last run delivered but could not write (mail/pending_counts.py).
+            await replay(context.drivers, settings.data_dir)
             server = await start_smtp(
                 RelayHandler(context),
                 host=host,
@@ -187,6 +190,8 @@ async def mail_plane(
                 if policy is not None:
                     stops.append(policy.stop(CLOSE_TIMEOUT))
                 await asyncio.gather(*stops)
+                # Once no message is under way: no count can be added after it.
+                await context.pending_counts.stop(settings.data_dir)
                 await outbound.close()
                 await context.drivers.close()
     finally:
