@@ -97,13 +97,14 @@ def test_subdomain_actions_show_in_the_api(page: Page, site: Site) -> None:
         assert current()[0]["catch_all"] is False
         made = api.post("/v3/relay/addresses").json()
         assert made["full_address"].endswith("@bobs.relay.example.com")
-        # Rename: asked first, with the plain warning; then the address is gone.
+        # Rename: asked first in a dialog, with the plain warning; then the address is gone.
         page.get_by_label("New name").fill("bobs-two")
-        page.get_by_role("button", name="Rename").click()
-        expect(page.locator(".warning")).to_contain_text("This deletes the 1 address")
+        page.get_by_role("button", name="Rename", exact=True).click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog.locator(".warning")).to_contain_text("This deletes the 1 address")
         _no_serious_violations(page)
         assert current()[0]["subdomain"] == "bobs"
-        page.get_by_role("button", name="Rename and delete the addresses").click()
+        dialog.get_by_role("button", name="Rename and delete the addresses").click()
         expect(page.locator("#subdomain")).to_have_text("bobs-two.relay.example.com")
         assert current()[0]["subdomain"] == "bobs-two"
         assert api.get(f"/v3/relay/addresses/{made['id']}").status_code == 404

@@ -1,6 +1,7 @@
 """The dashboard's common frame and controls, in the HTML every page is sent with: the
-header marks the page you are on, switches say their state, deleting asks first (in a
-dialog with script, on a page without), and the chart reads as a chart."""
+header marks the page you are on, switches say their state (in the list and on one
+address's page), deleting and renaming ask first (in a dialog with script, on a page
+without), and the chart reads as a chart."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import pytest
 
 from maskmail.store import addresses as store
+from maskmail.store import subdomains
 from maskmail.store.activity import Day
 from maskmail.web import chart
 from tests.web.conftest import Db, SignIn
@@ -16,6 +18,7 @@ from tests.web.conftest import Db, SignIn
 pytestmark = pytest.mark.anyio
 
 CURRENT = re.compile(r'<a href="([^"]*)" aria-current="page">([^<]+)</a>')
+SWITCH = re.compile(r'role="switch"[^>]*aria-checked="(\w+)" aria-label="([^"]+)">([^<]+)<')
 
 
 @pytest.mark.parametrize(
@@ -58,19 +61,44 @@ async def test_switches_say_their_state(sign_in: SignIn, db: Db) -> None:
     (made,) = await db.read(store.list_addresses, ann.user_id)
     await ann.post(f"/addresses/{made.id}", {"enabled": "false"})
     html = (await ann.client.get("/")).text
-    switches = re.findall(
-        r'role="switch"[^>]*aria-checked="(\w+)" aria-label="([^"]+)">([^<]+)<', html
-    )
+    switches = SWITCH.findall(html)
     assert switches == [
         ("false", "Enabled", "Disabled"),
         ("false", "Block spam", "Not blocking spam"),
     ]
     await ann.post(f"/addresses/{made.id}", {"enabled": "true", "block_spam": "true"})
     html = (await ann.client.get("/")).text
-    switches = re.findall(
-        r'role="switch"[^>]*aria-checked="(\w+)" aria-label="([^"]+)">([^<]+)<', html
-    )
+    switches = SWITCH.findall(html)
     assert switches == [("true", "Enabled", "Enabled"), ("true", "Block spam", "Blocking spam")]
+
+
+async def test_one_address_has_the_lists_switches(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("eric@example.com")
+    await ann.post("/addresses")
+    (made,) = await db.read(store.list_addresses, ann.user_id)
+    here = f"/addresses/{made.id}"
+    html = (await ann.client.get(here)).text
+    assert SWITCH.findall(html) == [
+        ("true", "Enabled", "Enabled"),
+        ("false", "Block spam", "Not blocking spam"),
+    ]
+    # Without script the form posts, and the browser comes back to this page.
+    assert f'<input type="hidden" name="back" value="{here}">' in html
+    done = await ann.post(here, {"enabled": "false", "back": here})
+    assert done.status_code == 303 and done.headers["location"] == here
+    assert SWITCH.findall((await ann.client.get(here)).text)[0] == ("false", "Enabled", "Disabled")
+    # With htmx the answer is the switches alone, which replace themselves (not a row).
+    headers = {"Origin": "http://testserver", "HX-Request": "true", "HX-Target": "switches"}
+    body = {"csrf": await ann.csrf(), "block_spam": "true", "back": here}
+    part = (await ann.client.post(here, data=body, headers=headers)).text
+    assert part.startswith('<form class="switches"') and 'id="switches"' in part
+    assert "<tr" not in part and SWITCH.findall(part)[1] == ("true", "Block spam", "Blocking spam")
+    (now,) = await db.read(store.list_addresses, ann.user_id)
+    assert (now.enabled, now.block_spam) == (False, True)
+    # A row of the list still gets its row back.
+    headers["HX-Target"] = f"row-{made.id}"
+    row = (await ann.client.post(here, data={"csrf": body["csrf"]}, headers=headers)).text
+    assert row.startswith(f'<tr id="row-{made.id}">')
 
 
 async def test_an_empty_list_says_what_to_do_first(sign_in: SignIn) -> None:
@@ -128,3 +156,17 @@ async def test_no_activity_is_said_not_drawn(sign_in: SignIn) -> None:
     ann = await sign_in("hana@example.com")
     html = (await ann.client.get("/activity")).text
     assert "No mail in the last 30 days yet." in html and '<svg class="chart"' not in html
+
+
+async def test_a_rename_asks_in_a_dialog_or_on_a_page(sign_in: SignIn, db: Db) -> None:
+    ann = await sign_in("hana@example.com")
+    await ann.post("/subdomain", {"subdomain": "hanas"})
+    (sub,) = await db.read(subdomains.list_subdomains, ann.user_id)
+    page = (await ann.client.get("/subdomain")).text
+    # The form posts the new name to a page that asks; app.js shows its question in a dialog.
+    assert f'<form method="post" data-confirm action="/subdomain/{sub.id}/rename"' in page
+    asking = await ann.post(f"/subdomain/{sub.id}/rename", {"subdomain": "hanas-two"})
+    assert asking.status_code == 200 and '<div class="question card">' in asking.text
+    assert 'href="/subdomain" data-cancel>Cancel</a>' in asking.text
+    (still,) = await db.read(subdomains.list_subdomains, ann.user_id)
+    assert still.subdomain == "hanas"

@@ -135,10 +135,17 @@ async def change_address(address: str, request: Request, conn: Conn) -> Response
         message = "Not saved: " + "; ".join(str(e["msg"]) for e in exc.errors())
         return error_page(request, 422, message, viewer)
     if request.headers.get("hx-request"):
-        row = fragment(
-            "_row.html", a=changed, base=root(request), csrf=viewer.csrf, back=_back(form)
+        # The one-address page's switches swap themselves; a list's row swaps the row.
+        alone = request.headers.get("hx-target") == "switches"
+        part = fragment(
+            "_switches.html" if alone else "_row.html",
+            a=changed,
+            base=root(request),
+            csrf=viewer.csrf,
+            back=_back(form),
+            alone=alone,
         )
-        return HTMLResponse(row, headers=HEADERS)
+        return HTMLResponse(part, headers=HEADERS)
     return back_to(request, _back(form))
 
 

@@ -1,7 +1,7 @@
 // The few lines of script the dashboard needs beyond htmx: copying to the clipboard,
 // toasts for what htmx saved (or could not), and asking before a deletion in a dialog.
-// Without script every one of these still works: the forms post, and a deletion asks
-// on a page of its own.
+// Without script every one of these still works: the forms post, and a deletion (or a
+// subdomain's rename) asks on a page of its own.
 "use strict";
 (function () {
   var timer = null;
@@ -61,8 +61,9 @@
     if (menu) menu.querySelector("summary").focus();
   });
 
-  // Confirmation: a form marked data-confirm leads to a page that asks. With script, that
-  // page's question is shown in a modal <dialog> over this one instead.
+  // Confirmation: a form marked data-confirm leads to a page that asks (by GET, or by a
+  // POST that only asks, as a rename does with the new name). With script, that page's
+  // question is shown in a modal <dialog> over this one instead.
   function focusable(root) {
     return Array.prototype.filter.call(
       root.querySelectorAll("a[href], button, input, textarea, select"),
@@ -118,13 +119,19 @@
     if (!form.hasAttribute("data-confirm") || typeof HTMLDialogElement !== "function") return;
     event.preventDefault();
     var opener = event.submitter || form.querySelector("button");
-    fetch(form.action, { credentials: "same-origin" }).then(function (answer) {
+    var request = { credentials: "same-origin" };
+    if (form.method === "post") {
+      request.method = "POST";
+      request.body = new URLSearchParams(new FormData(form));
+    }
+    fetch(form.action, request).then(function (answer) {
       if (!answer.ok) throw new Error(String(answer.status));
       return answer.text();
     }).then(function (html) {
       ask(form, opener, html);
     }, function () {
-      // The page that asks, as without script: it says what went wrong, if anything.
+      // The page that asks, as without script: it says what went wrong (a name the rules
+      // refuse, say), if anything.
       form.submit();
     });
   });
