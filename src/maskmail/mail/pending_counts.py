@@ -36,7 +36,7 @@ from maskmail.store.statements import Script
 
 log = logging.getLogger(__name__)
 
-# The wait before the first retry, doubled after each failed one up to RETRY_MAX
+# The wait before the first retry, twice as long after each failed one up to RETRY_MAX
 # (seconds); the tests shrink them.
 RETRY_FIRST = 0.5
 RETRY_MAX = 30.0
