@@ -107,12 +107,7 @@ def run_scale_out(counts: list[int], load: Load, reps: int, work: Path, via: str
                         stderr(
                             f"[scale-out] {endpoint.name} {n} processes #{rep + 1}: {said(sample)}"
                         )
-    return table(
-        "endpoint",
-        "req",
-        parts_for(API_PARTS, via),
-        results,
-    )
+    return table("endpoint", "req", parts_for(API_PARTS, via), results)
 
 
 def load_average() -> str:
@@ -129,7 +124,9 @@ def main(argv: list[str]) -> int:
         help="to PostgreSQL directly, directly without kept prepared statements "
         "(the URL switch PgBouncer needs), or through a private PgBouncer",
     )
-    p.add_argument("--pgbouncer", dest="via", action="store_const", const="pgbouncer")
+    p.add_argument(
+        "--pgbouncer", dest="via", action="store_const", const="pgbouncer", help="--via pgbouncer"
+    )
     p.add_argument("--processes", default="1,2,4", help="worker counts, e.g. 1,2,4")
     p.add_argument("--duration", type=float, default=5, help="API: seconds per measurement")
     p.add_argument("--reps", type=int, default=3, help="rounds of every count")
@@ -140,6 +137,8 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     counts = [int(n) for n in args.processes.split(",")]
     families = [f for f in args.families.split(",") if f]
+    if unknown := set(families) - {"api", "mail"}:
+        p.error(f"unknown families: {', '.join(sorted(unknown))}")
     print(f"{machine()}; {CORES} cores seen; PostgreSQL {args.via}")
     with tempfile.TemporaryDirectory(prefix="maskmail-scale-out-") as tmp:
         for family in families:
@@ -147,11 +146,9 @@ def main(argv: list[str]) -> int:
             if family == "api":
                 load = Load(duration=args.duration, connections=args.connections)
                 rows = run_scale_out(counts, load, args.reps, Path(tmp), args.via)
-            elif family == "mail":
+            else:
                 plan = MailRun(counts, args.messages, args.mail_connections, args.size, args.reps)
                 rows = run_mail_scale_out(plan, Path(tmp), args.via)
-            else:
-                p.error(f"unknown family {family!r}")
             print("\n".join(rows), flush=True)
     return 0
 
