@@ -69,6 +69,7 @@ class Sink:
 
     def __init__(self, log: Path) -> None:
         self.port = free_port()
+        self.duplicates = 0  # in the last collection: messages that arrived twice
         self.log = log.open("wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.mail_sink", str(self.port)],
@@ -91,7 +92,9 @@ class Sink:
         self.proc.stdin.write(f"collect {expected} {timeout} {out}\n")
         self.proc.stdin.flush()
         self._expect("done")
-        arrivals: dict[str, list[object]] = json.loads(out.read_text())["arrivals"]
+        found = json.loads(out.read_text())
+        self.duplicates = int(found.get("duplicates", 0))
+        arrivals: dict[str, list[object]] = found["arrivals"]
         return arrivals
 
     def stop(self) -> None:

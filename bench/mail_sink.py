@@ -6,7 +6,8 @@ the whole run, so the systems' connections to it are never cut between measureme
 bench drives it over stdin, one command a line:
 
     collect N TIMEOUT OUT   wait until N messages arrived (or TIMEOUT seconds passed),
-                            write them to OUT as JSON, forget them, print "done"
+                            write them to OUT as JSON with how many
+                            arrived twice, forget them, print "done"
 
     python -m bench.mail_sink PORT
 """
@@ -36,6 +37,7 @@ class Recorder:
         # message id -> [arrival time, envelope recipient]
         self.arrivals: dict[str, list[Any]] = {}
         self.unmatched = 0
+        self.duplicates = 0  # a Message-ID that arrived before: a message delivered twice
         self.changed = asyncio.Event()
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
@@ -46,7 +48,11 @@ class Recorder:
             self.unmatched += 1
         else:
             rcpt = envelope.rcpt_tos[0] if envelope.rcpt_tos else ""
-            self.arrivals[found.group(1).decode("ascii", "replace")] = [now, rcpt]
+            message_id = found.group(1).decode("ascii", "replace")
+            if message_id in self.arrivals:
+                self.duplicates += 1
+            else:
+                self.arrivals[message_id] = [now, rcpt]
         self.changed.set()
         return "250 2.0.0 ok"
 
@@ -57,8 +63,9 @@ class Recorder:
 
     def dump(self, out: Path) -> None:
         """Write what arrived since the last dump, and forget it."""
-        out.write_text(json.dumps({"arrivals": self.arrivals, "unmatched": self.unmatched}))
-        self.arrivals, self.unmatched = {}, 0
+        found = {"arrivals": self.arrivals, "unmatched": self.unmatched}
+        out.write_text(json.dumps({**found, "duplicates": self.duplicates}))
+        self.arrivals, self.unmatched, self.duplicates = {}, 0, 0
 
 
 async def serve(port: int) -> None:

@@ -44,19 +44,31 @@ def tree(roots: Iterable[int]) -> list[int]:
     return found
 
 
+def cpu_by_pid(roots: Iterable[int]) -> dict[int, float]:
+    """Each process of the tree: its user and system time plus its reaped children's."""
+    found = {}
+    for pid in tree(roots):
+        fields = _stat_fields(pid)
+        if fields is not None:
+            # utime, stime, cutime, cstime: fields 14-17 of stat, 12-15 after the name.
+            found[pid] = sum(int(v) for v in fields[11:15]) / TICKS
+    return found
+
+
 def cpu_seconds(roots: Iterable[int]) -> float:
     """User and system time of the tree, including its exited and reaped children.
 
     A live process's own time plus what it collected from children it reaped: summed over
     the live tree this counts every process once, whether it is still running or not.
     """
-    ticks = 0
-    for pid in tree(roots):
-        fields = _stat_fields(pid)
-        if fields is not None:
-            # utime, stime, cutime, cstime: fields 14-17 of stat, 12-15 after the name.
-            ticks += sum(int(v) for v in fields[11:15])
-    return ticks / TICKS
+    return sum(cpu_by_pid(roots).values())
+
+
+def command_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
 
 
 def _kib(path: str, name: str) -> int:

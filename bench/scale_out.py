@@ -1,95 +1,61 @@
-"""Scale-out: API requests/s with 1, 2 and 4 worker processes on one PostgreSQL and Redis.
+"""Scale-out on one PostgreSQL: the API and the mail plane with 1, 2, ... worker processes.
 
-``python -m bench.scale_out`` serves one seeded PostgreSQL database with
-``maskmail serve --workers N`` for each N side by side, and measures the page GET and the
-POST in rounds (N = 1, 2, 4, 1, 2, 4, ...) so drift on a shared machine hits all alike.
-Where the CPU went during each measurement (maskmail's processes, wrk, everything else:
-PostgreSQL, Redis and other work on the machine) says what limits it.
+``python -m bench.scale_out`` seeds one PostgreSQL database per plane and runs the servers
+for every count side by side on it, straight or through a private PgBouncer
+(``--via pgbouncer``). The API (``--families api``): ``maskmail serve --workers N`` with
+Redis, page GET and POST measured with wrk. The mail plane (``--families mail``,
+bench/scale_out_mail.py): ``maskmail smtp --workers N`` relaying bench.mail_load's
+messages to bench.mail_sink. Measurements go in rounds (N = 1, 2, 4, 1, 2, 4, ...) so
+drift on a shared machine hits all counts alike, and where the CPU went during each
+(bench/scale_out_cpu.py) says what limits the rate.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from statistics import median
 
-import asyncpg
 from tests.support import free_port
 
 from bench import seed
 from bench.api import ACCOUNTS, ENDPOINTS, Endpoint, server_command, stderr
-from bench.lab import VENV_BIN, Database, Server, database, run, system_env
-from bench.measure import Figures, Load, wrk
-from bench.procs import TICKS, cpu_seconds
+from bench.lab import VENV_BIN, Server, database, run, system_env
+from bench.measure import Load, wrk
 from bench.report import machine
+from bench.scale_out_cpu import (
+    CORES,
+    VIAS,
+    Reading,
+    Sample,
+    Window,
+    parts_for,
+    pool,
+    postgres_reading,
+    said,
+    table,
+    tree_reading,
+    waited_children,
+)
+from bench.scale_out_mail import MailRun, run_mail_scale_out
 
 REDIS = "redis://127.0.0.1:6379/0"
-CORES = os.cpu_count() or 1
+API_PARTS = ["maskmail", "PostgreSQL", "pgbouncer", "wrk"]
 
 
-def busy_and_total() -> tuple[float, float]:
-    """Seconds of CPU the whole machine spent busy, and in all, since boot."""
-    with open("/proc/stat") as stat:
-        fields = [int(v) for v in stat.readline().split()[1:8]]
-    idle = fields[3] + fields[4]  # idle and iowait
-    return (sum(fields) - idle) / TICKS, sum(fields) / TICKS
-
-
-@dataclass(frozen=True)
-class Sample:
-    figures: Figures
-    machine_busy: float  # share of all cores busy during the measurement
-    maskmail: float  # share of all cores used by maskmail's processes
-    postgres: float  # ... by the PostgreSQL backends serving this database
-    wrk: float  # ... by wrk
-
-
-def backends(db: Database) -> list[int]:
-    """The PostgreSQL server processes connected to this run's database."""
-
-    async def ask() -> list[int]:
-        conn = await asyncpg.connect(db.plain_url)
-        try:
-            rows = await conn.fetch(
-                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid()"
-            )
-        finally:
-            await conn.close()
-        return [int(row["pid"]) for row in rows]
-
-    return asyncio.run(ask())
-
-
-def measure(server: Server, db: Database, load: Load, endpoint: Endpoint, key: str) -> Sample:
-    roots = [server.proc.pid]
-    pg = backends(db)  # the pools are full after the warm-up: the same backends throughout
-    busy0, total0 = busy_and_total()
-    mine0, pg0, self0 = cpu_seconds(roots), cpu_seconds(pg), _children_cpu()
+def measure(
+    server: Server, readings: dict[str, Reading], load: Load, endpoint: Endpoint, key: str
+) -> Sample:
+    window = Window(readings)
     figures = wrk(load, f"http://127.0.0.1:{server.port}{endpoint.path}", key, endpoint.method)
-    busy1, total1 = busy_and_total()
-    mine1, pg1, self1 = cpu_seconds(roots), cpu_seconds(pg), _children_cpu()
-    span = max(total1 - total0, 1e-9)
+    busy, shares, cpu = window.close()
+    answered = figures.rps * load.duration
     return Sample(
-        figures,
-        (busy1 - busy0) / span,
-        (mine1 - mine0) / span,
-        (pg1 - pg0) / span,
-        (self1 - self0) / span,
+        figures.rps, figures.p50_ms, figures.p99_ms, figures.errors, busy, shares, cpu, answered
     )
-
-
-def _children_cpu() -> float:
-    """CPU of the children this process waited for (each wrk run)."""
-    times = os.times()
-    return times.children_user + times.children_system
 
 
 @contextmanager
@@ -114,11 +80,12 @@ def servers(
             server.stop()
 
 
-def run_scale_out(counts: list[int], load: Load, reps: int, work: Path) -> list[str]:
-    with database("postgres", work, "scale-out") as db:
+def run_scale_out(counts: list[int], load: Load, reps: int, work: Path, via: str) -> list[str]:
+    with database("postgres", work, "scale-out") as db, pool(db, work, via) as pooled:
         env = {**system_env(db), "MASKMAIL_REDIS_URL": REDIS}
         run([str(VENV_BIN / "maskmail"), "db", "upgrade"], env)
         keys = seed.load_maskmail(db, ACCOUNTS)
+        env["MASKMAIL_DATABASE_URL"] = pooled.url
         results: dict[tuple[str, int], list[Sample]] = {}
         endpoints = [e for e in ENDPOINTS if e.name in ("page", "post")]
         with servers(counts, env, work, keys[0]) as running:
@@ -128,62 +95,61 @@ def run_scale_out(counts: list[int], load: Load, reps: int, work: Path) -> list[
             for endpoint in endpoints:
                 for rep in range(reps):
                     for n, server in running.items():
-                        sample = measure(server, db, load, endpoint, keys[endpoint.account])
+                        readings = {
+                            "maskmail": tree_reading([server.proc.pid]),
+                            "PostgreSQL": postgres_reading(db),
+                            "wrk": waited_children,
+                        }
+                        if pooled.pgbouncer is not None:
+                            readings["pgbouncer"] = pooled.pgbouncer
+                        sample = measure(server, readings, load, endpoint, keys[endpoint.account])
                         results.setdefault((endpoint.name, n), []).append(sample)
                         stderr(
-                            f"[scale-out] {endpoint.name} {n} processes #{rep + 1}: "
-                            f"{sample.figures.rps:,.0f} req/s, machine busy "
-                            f"{sample.machine_busy:.0%}, maskmail {sample.maskmail:.0%}, "
-                            f"PostgreSQL {sample.postgres:.0%}, wrk {sample.wrk:.0%}"
+                            f"[scale-out] {endpoint.name} {n} processes #{rep + 1}: {said(sample)}"
                         )
-    return table(results)
+    return table("endpoint", "req", parts_for(API_PARTS, via), results)
 
 
-def _ms_per_request(share: float, sample: Sample) -> float:
-    """CPU milliseconds per request from a share of the whole machine."""
-    return share * CORES * 1000 / sample.figures.rps if sample.figures.rps else 0.0
-
-
-def table(results: dict[tuple[str, int], list[Sample]]) -> list[str]:
-    """Markdown rows, medians over the rounds. CPU shares are of the whole machine (all
-    cores = 100 %); "rest" is Redis, the kernel's share not charged to a process, and
-    other work on the machine."""
-    rows = [
-        "| endpoint | processes | req/s | x 1 process | p99 ms | errors | machine busy"
-        " | maskmail | PostgreSQL | wrk | rest | maskmail CPU ms/req | PostgreSQL CPU ms/req |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for (endpoint, n), samples in results.items():
-        one = results[(endpoint, min(k for e, k in results if e == endpoint))]
-        ratios = [s.figures.rps / b.figures.rps for s, b in zip(samples, one, strict=False)]
-        busy = median(s.machine_busy for s in samples)
-        mine = median(s.maskmail for s in samples)
-        pg = median(s.postgres for s in samples)
-        load = median(s.wrk for s in samples)
-        rows.append(
-            f"| {endpoint} | {n} | {median(s.figures.rps for s in samples):,.0f} "
-            f"| {median(ratios):.2f} | {median(s.figures.p99_ms for s in samples):.0f} "
-            f"| {sum(s.figures.errors for s in samples)} | {busy:.0%} | {mine:.0%} | {pg:.0%} "
-            f"| {load:.0%} | {max(busy - mine - pg - load, 0):.0%} "
-            f"| {median(_ms_per_request(s.maskmail, s) for s in samples):.2f} "
-            f"| {median(_ms_per_request(s.postgres, s) for s in samples):.2f} |"
-        )
-    return rows
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.scale_out", description=__doc__)
+    p.add_argument("--families", default="api", help="which planes: api,mail")
+    p.add_argument(
+        "--via",
+        choices=VIAS,
+        default="direct",
+        help="to PostgreSQL directly, directly without kept prepared statements "
+        "(the URL switch PgBouncer needs), or through a private PgBouncer",
+    )
+    p.add_argument(
+        "--pgbouncer", dest="via", action="store_const", const="pgbouncer", help="--via pgbouncer"
+    )
     p.add_argument("--processes", default="1,2,4", help="worker counts, e.g. 1,2,4")
-    p.add_argument("--duration", type=float, default=5, help="seconds per measurement")
+    p.add_argument("--duration", type=float, default=5, help="API: seconds per measurement")
     p.add_argument("--reps", type=int, default=3, help="rounds of every count")
-    p.add_argument("--connections", type=int, default=50)
+    p.add_argument("--connections", type=int, default=50, help="API: wrk's connections")
+    p.add_argument("--messages", type=int, default=4000, help="mail: messages per measurement")
+    p.add_argument("--mail-connections", type=int, default=32, help="mail: SMTP connections")
+    p.add_argument("--size", type=int, default=10_240, help="mail: bytes per message")
     args = p.parse_args(argv)
     counts = [int(n) for n in args.processes.split(",")]
-    load = Load(duration=args.duration, connections=args.connections)
+    families = [f for f in args.families.split(",") if f]
+    if unknown := set(families) - {"api", "mail"}:
+        p.error(f"unknown families: {', '.join(sorted(unknown))}")
+    print(f"{machine()}; {CORES} cores seen; PostgreSQL {args.via}")
     with tempfile.TemporaryDirectory(prefix="maskmail-scale-out-") as tmp:
-        rows = run_scale_out(counts, load, args.reps, Path(tmp))
-    print(f"{machine()}; {CORES} cores seen\n")
-    print("\n".join(rows))
+        for family in families:
+            print(f"\n{family}: load average before {load_average()}\n")
+            if family == "api":
+                load = Load(duration=args.duration, connections=args.connections)
+                rows = run_scale_out(counts, load, args.reps, Path(tmp), args.via)
+            else:
+                plan = MailRun(counts, args.messages, args.mail_connections, args.size, args.reps)
+                rows = run_mail_scale_out(plan, Path(tmp), args.via)
+            print("\n".join(rows), flush=True)
     return 0
 
 
