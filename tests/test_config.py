@@ -69,3 +69,11 @@ def test_the_webauthn_rp_id_is_a_host_name() -> None:
     for bad in ("10.0.0.1", "::1", "relay.example.com:8443", "https://relay.example.com"):
         with pytest.raises(ValidationError):
             Settings(webauthn_rp_id=bad)
+
+
+def test_activity_days_keep_at_least_what_the_dashboard_shows() -> None:
+    assert Settings().activity_days == 90
+    assert Settings(activity_days=30).activity_days == 30
+    for bad in (29, 0, -1, 36501):
+        with pytest.raises(ValidationError):
+            Settings(activity_days=bad)

@@ -104,6 +104,8 @@ class Settings(BaseSettings):
     bounce_secret: str = ""
     # Hard bounces within 24 hours that pause forwarding for a relay address; 0: never.
     bounce_pause_threshold: int = Field(default=5, ge=0)
+    # Days of per-address daily counts kept (the dashboard shows 30); older are deleted.
+    activity_days: int = Field(default=90, ge=30, le=36500)
     rspamd_url: str = ""
     # Hosts (authserv-ids) whose Authentication-Results decide whether a reply really
     # comes from the owner's domain, comma-separated; unset: the newest header, which

@@ -6,12 +6,13 @@ from __future__ import annotations
 import secrets
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.store import accounts, activity
 from maskmail.store.addresses import count_mail, create_address, delete_address, get_address
 from maskmail.store.clock import today
-from maskmail.store.driver import DriverPool
+from maskmail.store.driver import DriverPool, run_on
 from maskmail.store.engine import transaction
 
 pytestmark = pytest.mark.anyio
@@ -53,3 +54,38 @@ async def test_a_deleted_address_counts_nothing(engine: AsyncEngine) -> None:
         await count_mail(driver, address_id, ["num_forwarded"])
     async with transaction(engine, readonly=True) as conn:
         assert (await activity.last_days(conn, user_id))[-1].forwarded == 0
+
+
+async def test_forgetting_deletes_the_days_before_the_last_kept_ones(engine: AsyncEngine) -> None:
+    user_id, address_id = await _address(engine)
+    _, other_id = await _address(engine)
+    now = today()
+    days = (now, now - 89, now - 90, now - 400)
+    async with transaction(engine) as conn:
+        for ident in (address_id, other_id):
+            for day in days:
+                await conn.execute(
+                    text(
+                        "INSERT INTO daily_activity (address_id, day, num_forwarded) "
+                        "VALUES (:a, :d, 1)"
+                    ),
+                    {"a": ident, "d": day},
+                )
+    async with DriverPool(engine)() as driver:
+        await run_on(driver, activity.forget_old(90))
+    async with transaction(engine, readonly=True) as conn:
+        kept = await conn.execute(
+            text(
+                "SELECT address_id, day FROM daily_activity "
+                "WHERE address_id IN (:a, :b) ORDER BY address_id, day"
+            ),
+            {"a": address_id, "b": other_id},
+        )
+        assert [tuple(row) for row in kept] == [
+            (address_id, now - 89),
+            (address_id, now),
+            (other_id, now - 89),
+            (other_id, now),
+        ]
+        record = await get_address(conn, user_id, address_id)
+    assert record.num_forwarded == 0  # the address's own counters are not touched

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.config import Settings, load_bounce_secret
 from maskmail.core.first_mail import OwnerLimits
+from maskmail.mail.activity_pruning import forget_old_activity
 from maskmail.mail.context import MailContext
 from maskmail.mail.dkim import Signer, load_signer
 from maskmail.mail.handler import RelayHandler
@@ -180,16 +181,21 @@ async def mail_plane(
                     idle_timeout=settings.smtp_timeout,
                     sock=None if sockets is None else sockets.policy,
                 )
+            forgetting = asyncio.create_task(
+                forget_old_activity(context.drivers, settings.activity_days)
+            )
             on_started()
             try:
                 yield server.server
             finally:
+                forgetting.cancel()
                 # An orderly stop (docs/operations.md): nothing new is accepted, the
                 # requests and messages under way are answered, and the rest is closed.
                 stops = [server.stop(CLOSE_TIMEOUT)]
                 if policy is not None:
                     stops.append(policy.stop(CLOSE_TIMEOUT))
                 await asyncio.gather(*stops)
+                await asyncio.wait([forgetting])  # a delete under way rolls back
                 # Once no message is under way: no count can be added after it.
                 await context.pending_counts.stop(settings.data_dir)
                 await outbound.close()

@@ -1,5 +1,6 @@
 """The daily counts the mail plane keeps per address: the statement that adds to them
-(``addresses.count_mail`` runs it with the address's own counters), and reading them."""
+(``addresses.count_mail`` runs it with the address's own counters), reading them, and
+forgetting the days older than ``MASKMAIL_ACTIVITY_DAYS``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from maskmail.core.verdict import Counter
 from maskmail.store.clock import today
+from maskmail.store.statements import Script, Statement
 from maskmail.store.tables import addresses, daily_activity
+
+_FORGET_BEFORE = Statement.portable("DELETE FROM daily_activity WHERE day < ?")
 
 
 def add_to_today(counters: tuple[Counter, ...], ids: Select[Any]) -> Any:
@@ -63,3 +67,9 @@ async def last_days(
         query = query.where(d.address_id == address_id)
     found = {int(r[0]): Day(*(int(v or 0) for v in r)) for r in await conn.execute(query)}
     return [found.get(day, Day(day)) for day in range(first, first + days)]
+
+
+def forget_old(keep_days: int) -> Script[None]:
+    """Delete every address's counts of the days before the last ``keep_days`` (today
+    included); run it WRITE. Nothing reads them: the dashboard shows 30 days."""
+    yield _FORGET_BEFORE, (today() - keep_days + 1,)
