@@ -22,12 +22,25 @@ def _settings(tmp_path: Path) -> Settings:
     return Settings(database_url=url, domain="relay.test", data_dir=tmp_path)
 
 
-def test_a_file_in_the_database_directory_is_the_databases(tmp_path: Path) -> None:
-    denied = PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "db" / "x"))
-    line = explain(denied, _settings(tmp_path))
-    assert line is not None and "SQLite" in line and "Permission denied" in line
+def test_the_database_its_files_and_its_directory_are_the_databases(tmp_path: Path) -> None:
+    for name in ("maskmail.db", "maskmail.db-journal", "maskmail.db-wal", ""):
+        path = str(tmp_path / "db" / name).rstrip("/")
+        denied = PermissionError(errno.EACCES, "Permission denied", path)
+        line = explain(denied, _settings(tmp_path))
+        assert line is not None and "SQLite" in line and "Permission denied" in line, name
     opened = sqlite3.OperationalError("unable to open database file")
     assert "SQLite" in (explain(opened, _settings(tmp_path)) or "")
+
+
+def test_another_file_beside_the_database_is_not_the_databases(tmp_path: Path) -> None:
+    """PROMETHEUS_MULTIPROC_DIR may be made beside the database; its files are not."""
+    for path in (tmp_path / "db" / "prometheus" / "gauge_livesum_1.db", tmp_path / "db" / "x"):
+        missing = FileNotFoundError(errno.ENOENT, "No such file or directory", str(path))
+        assert explain(missing, _settings(tmp_path)) is None, path
+        on_postgres = Settings(
+            database_url="postgresql+asyncpg://postgres@127.0.0.1:5432/x", domain="relay.test"
+        )
+        assert explain(missing, on_postgres) is None, path
 
 
 def test_another_os_error_is_not_the_databases(tmp_path: Path) -> None:

@@ -42,10 +42,13 @@ mail_outcomes = Counter(
     "bounced (a delivery report taken), deferred (4xx to the sender), refused (5xx).",
     ["outcome"],
 )
+# Every metric here has a label: in multiprocess mode an unlabelled one writes its file
+# when it is declared, at import, before ``serve --workers`` has made the directory.
 mail_counts_pending = Gauge(
     "maskmail_mail_counts_pending",
     "Delivered messages whose counts could not be written to the database yet, "
-    "and are being retried.",
+    "and are being retried, by plane.",
+    ["plane"],
     multiprocess_mode="livesum",
 )
 smarthost_seconds = Histogram(

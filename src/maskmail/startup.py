@@ -149,15 +149,21 @@ def explain(exc: BaseException, settings: Settings) -> str | None:
                 f"{url.username!r}; fix the user or password in MASKMAIL_DATABASE_URL"
             )
     for cause in _chain(exc):
-        if url.get_backend_name() == "postgresql" and isinstance(cause, OSError | TimeoutError):
+        # A network error names no file; one that does is about something else.
+        if (
+            url.get_backend_name() == "postgresql"
+            and isinstance(cause, OSError | TimeoutError)
+            and getattr(cause, "filename", None) is None
+        ):
             reason = getattr(cause, "strerror", None) or type(cause).__name__
             return (
                 f"cannot reach the PostgreSQL server at {url.host}:{url.port or 5432} "
                 f"({reason}); start it, or fix the host and port in MASKMAIL_DATABASE_URL"
             )
-        where = Path(url.database or "").parent
+        database = Path(url.database or "")
+        where = database.parent
         if url.get_backend_name() == "sqlite" and (
-            _about(cause, where) or "unable to open database file" in str(cause)
+            _about(cause, database) or "unable to open database file" in str(cause)
         ):
             reason = getattr(cause, "strerror", None) or "cannot be opened"
             return (
@@ -167,10 +173,12 @@ def explain(exc: BaseException, settings: Settings) -> str | None:
     return None
 
 
-def _about(cause: BaseException, where: Path) -> bool:
-    """Whether ``cause`` is an OSError on a file in the database's directory: any other
-    (a busy port, say) is not the database's to explain."""
+def _about(cause: BaseException, database: Path) -> bool:
+    """Whether ``cause`` is an OSError on the database's directory, the database or a file
+    SQLite keeps beside it (``-journal``, ``-wal``, ``-shm``): any other (a busy port, a
+    metrics file in the same directory) is not the database's to explain."""
     name = getattr(cause, "filename", None)
     if not isinstance(cause, OSError) or not isinstance(name, str | bytes):
         return False
-    return Path(os.fsdecode(name)).resolve().is_relative_to(where.resolve())
+    path, base = Path(os.fsdecode(name)).resolve(), database.resolve()
+    return path == base.parent or (path.parent == base.parent and path.name.startswith(base.name))

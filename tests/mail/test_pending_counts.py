@@ -60,7 +60,7 @@ def flaky(monkeypatch: pytest.MonkeyPatch) -> Flaky:
 
 def pending() -> float:
     """The gauge as a scrape shows it (this process's value)."""
-    return REGISTRY.get_sample_value("maskmail_mail_counts_pending") or 0.0
+    return REGISTRY.get_sample_value("maskmail_mail_counts_pending", {"plane": "mail"}) or 0.0
 
 
 async def eventually_counted(mask: Mask, expected: dict[str, int]) -> None:

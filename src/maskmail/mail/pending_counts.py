@@ -27,6 +27,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import get_args
 
+from prometheus_client import Gauge
+
 from maskmail import metrics
 from maskmail.core.errors import StoreUnavailable
 from maskmail.core.verdict import Counter
@@ -35,6 +37,12 @@ from maskmail.store.driver import WRITE, DriverPool
 from maskmail.store.statements import Script
 
 log = logging.getLogger(__name__)
+
+
+def _pending() -> Gauge:
+    # Labelled at use, not at import: metrics.py says why.
+    return metrics.mail_counts_pending.labels("mail")
+
 
 # The wait before the first retry, twice as long after each failed one up to RETRY_MAX
 # (seconds); the tests shrink them.
@@ -94,7 +102,7 @@ class PendingCounts:
             return
         self._counts.setdefault(address_id, collections.Counter()).update(counters)
         self._messages[address_id] += 1
-        metrics.mail_counts_pending.inc()
+        _pending().inc()
         log.warning("delivered, but could not count it for address %d yet: retrying", address_id)
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._retrying())
@@ -127,9 +135,9 @@ class PendingCounts:
                 log.exception(
                     "could not count %d delivered messages for address %d", messages, address_id
                 )
-                metrics.mail_counts_pending.dec(messages)
+                _pending().dec(messages)
                 continue
-            metrics.mail_counts_pending.dec(messages)
+            _pending().dec(messages)
             log.info("counted %d delivered messages late for address %d", messages, address_id)
         return True
 
@@ -144,7 +152,7 @@ class PendingCounts:
         if not self._counts or await self.flush():
             return
         messages = len(self)
-        metrics.mail_counts_pending.dec(messages)
+        _pending().dec(messages)
         try:
             path = save(data_dir, self._counts)
         except OSError as exc:
