@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow  # a fresh interpreter importing the app: about a second
 def test_importing_the_metrics_touches_no_multiprocess_file(tmp_path: Path) -> None:
     missing = tmp_path / "not-made-yet"
     found = subprocess.run(
