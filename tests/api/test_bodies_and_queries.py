@@ -160,6 +160,7 @@ async def test_a_body_that_is_not_json_is_a_422_that_says_so(
         ("/api/alias/random/new", b'{"note": "by curl"}', "alias"),
     ],
 )
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_every_route_reads_a_form_labelled_body_as_json(
     client: httpx.AsyncClient, alice: Caller, path: str, body: bytes, field: str
 ) -> None:

@@ -152,6 +152,7 @@ async def test_bad_key_is_401_in_addy_shape(
         assert "API key" in body["message"] or "Authorization" in body["message"]
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_limit_is_403_in_addy_shape(reconfigured: ClientFactory, alice: Caller) -> None:
     async with reconfigured(max_addresses_per_user=1) as client:
         first = await client.post(ALIASES, headers=addy_headers(alice), json={"domain": DOMAIN})

@@ -74,6 +74,7 @@ async def test_errors_carry_cors_headers_too(client: httpx.AsyncClient) -> None:
         ("//v3/relay/addresses", "bearer"),
     ],
 )
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_repeated_slashes_work_without_redirect(
     client: httpx.AsyncClient, alice: Caller, path: str, headers: str
 ) -> None:

@@ -46,6 +46,7 @@ async def test_docs_page_loads_everything_from_this_server(client: httpx.AsyncCl
     assert (await client.get("/redoc")).status_code == 404
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_docs_assets_follow_the_path_prefix(reconfigured: ClientFactory) -> None:
     async with reconfigured(root_path="/maskmail") as client:
         page = (await client.get("/maskmail/docs")).text

@@ -178,6 +178,7 @@ async def test_an_oversized_body_read_by_a_compat_route_is_413_in_its_shape(
         ("DELETE", "/api/v1/aliases", "POST"),
     ],
 )
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_405_allows_every_method_of_the_path(
     client: httpx.AsyncClient, alice: Caller, method: str, path: str, allowed: str
 ) -> None:

@@ -79,6 +79,7 @@ async def test_added_mailbox_is_unverified_and_mailed(
     assert [m["email"] for m in listed] == ["Carol@Example.com", "carol.work@example.net"]
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_the_link_verifies_once_without_a_key(
     api: httpx.AsyncClient, carol: Caller, sink: Sink
 ) -> None:

@@ -189,6 +189,7 @@ async def test_addy_domain_options_list_the_subdomain(
     assert (await client.get(OPTIONS, headers=_addy(bob))).json()["data"] == [DOMAIN]
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_addy_create_goes_where_it_is_asked(
     client: httpx.AsyncClient, alice: Caller, bob: Caller
 ) -> None:

@@ -51,6 +51,7 @@ async def _body(
         ("POST", "/api/alias/random/new", '{"note": "%s"}', "note"),
     ],
 )
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_unstorable_text_is_a_422_and_changes_nothing(
     client: httpx.AsyncClient,
     alice: Caller,

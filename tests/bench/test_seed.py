@@ -35,6 +35,7 @@ async def _loaded(url: str, keys: list[str]) -> list[tuple[int, int, list[RelayA
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 def test_the_bulk_load_writes_new_addresses_and_live_keys(tmp_path: Path, backend: str) -> None:
     with database(backend, tmp_path, "seed") as db:
         upgrade(db.url)

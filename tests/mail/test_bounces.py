@@ -172,6 +172,7 @@ async def test_a_bounce_for_a_deleted_address_is_unknown(
     assert replies[1] == (550, b"5.1.1 No such user here")
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_threshold_pauses_and_enabling_again_lifts_it(
     relay: int, sink: Sink, masks: Masks
 ) -> None:

@@ -164,6 +164,7 @@ async def _refused_at_data(relay: int, sender: str, alias: str, data: bytes) -> 
         "{local}@sub.{domain}",
     ],
 )
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_strangers_are_refused(relay: int, sink: Sink, masks: Masks, sender: str) -> None:
     mask = await masks.make()
     alias, _ = await _alias(relay, sink, mask)

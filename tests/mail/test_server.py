@@ -174,6 +174,7 @@ async def test_unexpected_errors_answer_451_without_detail(limited: int, masks: 
     assert (await mask.counters())["num_forwarded"] == 0
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_idle_clients_are_disconnected(relay_engine: AsyncEngine) -> None:
     def idle(port: int) -> bytes:
         with socket.create_connection((HOST, port), timeout=20) as sock:

@@ -29,6 +29,7 @@ def _publish_all(name: str, token: str, dkim_txt: str) -> None:
     ZONE[f"_dmarc.{name}."] = [("TXT", '"v=DMARC1; p=reject"')]
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_records_that_went_away_warn_the_owner_once(
     database_url: str, tmp_path: Path, sink: Sink, relay_engine: AsyncEngine
 ) -> None:

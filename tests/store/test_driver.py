@@ -51,6 +51,7 @@ async def test_a_long_sqlite_statement_leaves_the_event_loop_free(tmp_path: Path
     assert ticks > 5  # the loop ran other work while SQLite counted
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_a_cancelled_caller_gets_the_connection_back_only_once_it_is_idle(
     tmp_path: Path,
 ) -> None:

@@ -54,6 +54,7 @@ async def test_racing_mailbox_adds_stop_at_the_limit(engine: AsyncEngine) -> Non
         assert len(await mailboxes.list_mailboxes(conn, user)) == 4
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_a_delete_racing_a_new_default_leaves_one_default(engine: AsyncEngine) -> None:
     """The delete waits for the PATCH that makes its mailbox the default, then refuses;
     without the owner's lock it deleted the new default and left none."""
@@ -81,6 +82,7 @@ async def test_a_delete_racing_a_new_default_leaves_one_default(engine: AsyncEng
     assert len(boxes) == 2
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_an_address_made_during_a_rename_goes_on_the_new_name(engine: AsyncEngine) -> None:
     """A create waits for a rename under way, then makes its address on the new name (or
     none, when it asked for the old one): no address outlives the name it was on."""

@@ -51,6 +51,7 @@ def _same_answer(a: object, b: object) -> None:
     )
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_to_anyone_else_the_admin_paths_are_unknown(sign_in: SignIn, db: Db) -> None:
     ann = await sign_in("ann@example.com")
     unknown = await ann.client.get("/no-such-page")

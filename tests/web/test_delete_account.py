@@ -27,6 +27,7 @@ async def _tombstones(conn: AsyncConnection) -> int:
     return int(await conn.scalar(select(func.count()).select_from(tombstones)) or 0)
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_export_then_delete(sign_in: SignIn, db: Db) -> None:
     ann = await sign_in("ann@example.com")
     bob = await sign_in("bob@example.com")

@@ -35,6 +35,7 @@ SWITCH = re.compile(r'role="switch"[^>]*aria-checked="(\w+)" aria-label="([^"]+)
         ("/password", "Password"),
     ],
 )
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_the_header_marks_the_page_you_are_on(
     sign_in: SignIn, path: str, marked: str
 ) -> None:

@@ -75,6 +75,7 @@ async def test_records_copy_buttons_and_check_now(sign_in: SignIn, db: Db, zone:
     assert all((await _api(ann, auth))[0]["checks"].values())
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_refusals_show_the_api_message_and_add_nothing(sign_in: SignIn, db: Db) -> None:
     bob, ann = await sign_in("bob@example.com"), await sign_in("ann@example.com")
     assert (await bob.post("/domains", {"domain": "bobs.example"})).status_code == 303

@@ -38,6 +38,7 @@ async def test_create_use_and_revoke_a_key(sign_in: SignIn, app: FastAPI) -> Non
     assert key[:12] not in (await ann.client.get("/keys")).text
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_another_users_key_cannot_be_revoked(sign_in: SignIn, app: FastAPI) -> None:
     ann = await sign_in("ray@example.com")
     bob = await sign_in("sue@example.com")

@@ -43,6 +43,7 @@ async def test_any_wrong_part_gets_the_same_message(app: FastAPI, sign_in: SignI
         assert "maskmail_session" not in answer.headers.get("set-cookie", "")
 
 
+@pytest.mark.slow  # over 0.45 s a call on the quiet machine (make check)
 async def test_failures_are_throttled_per_account(database_url: str, db: Db) -> None:
     settings = make_settings(database_url, signin_rate_limit="3/hour")
     email = f"cat{secrets.token_hex(4)}@example.com"
