@@ -41,6 +41,11 @@ def test_blocked_word_inside_a_local_part_is_caught() -> None:
     assert not addresses.is_blocked("k3v9q2mz")
 
 
+@pytest.mark.parametrize("word", sorted(addresses.BLOCKLIST))
+def test_every_blocked_word_is_caught_anywhere_in_any_case(word: str) -> None:
+    assert addresses.is_blocked(f"7{word.upper()}x")
+
+
 def test_hyphen_at_either_end_is_drawn_again() -> None:
     local = addresses.generate_local_part(6, pinned("-abcde", "abcde-", "qwerty"))
     assert local == "qwerty"
@@ -49,6 +54,22 @@ def test_hyphen_at_either_end_is_drawn_again() -> None:
 def test_generation_uses_all_of_the_alphabet() -> None:
     seen = set("".join(addresses.generate_local_part(8) for _ in range(400)))
     assert seen == set(addresses.ALPHABET)
+
+
+def test_every_position_of_a_drawn_local_part_ranges_over_the_alphabet() -> None:
+    # One draw spells the whole local part: a range too small would pin its last
+    # characters, a wrong spelling would repeat one position in another.
+    drawn = [addresses.generate_local_part(12) for _ in range(2000)]
+    for position in range(12):
+        assert {local[position] for local in drawn} == set(addresses.ALPHABET)
+    assert len(set(drawn)) == len(drawn)
+
+
+def test_a_number_is_spelled_least_significant_digit_first() -> None:
+    base = len(addresses.ALPHABET)
+    assert addresses._spelled(0, 6) == "aaaaaa"
+    assert addresses._spelled(1 + 2 * base, 6) == "bcaaaa"
+    assert addresses._spelled(base**6 - 1, 6) == "999999"
 
 
 def test_tombstone_is_sha256_and_ignores_case() -> None:

@@ -9,7 +9,6 @@ which the dashboard reads.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from enum import Enum
@@ -154,7 +153,7 @@ async def create_address(
     place: Place = Place.DEFAULT,
     on: str | None = None,
     local: str | None = None,
-    choose: rules.Chooser = secrets.choice,
+    choose: rules.Chooser | None = None,
 ) -> RelayAddress:
     """A new random address for the user, never one handed out before: every door's way
     to create one. Run it in a write transaction (the caller's SQLAlchemy one, or
@@ -226,7 +225,7 @@ async def create_for_key(
     domain: str,
     length: int,
     limit: int = 0,
-    choose: rules.Chooser = secrets.choice,
+    choose: rules.Chooser | None = None,
 ) -> RelayAddress | None:
     """A new address for the key's owner (see ``create_address``); None for an unknown key.
 
