@@ -73,22 +73,22 @@ async def test_a_connection_goes_back_to_the_pool_after_its_time(
     assert checked_out(engine) == 0
 
 
-async def test_with_hand_over_busy_uses_wait_for_a_kept_one_and_never_take_more(
+async def test_with_hand_over_reads_wait_for_a_kept_one_and_writes_take_the_pool(
     engine: AsyncEngine,
 ) -> None:
     drivers = DriverPool(engine, keep=1, hand_over=True)
-    seen: list[int] = []
-
-    async def use() -> None:
-        async with drivers() as driver:
-            assert await driver.rows(ONE) == [(1,)]
-            seen.append(checked_out(engine))
-            await asyncio.sleep(0.01)
-
-    await asyncio.gather(*(use() for _ in range(5)))
-    assert seen == [1] * 5  # without hand_over the pool's second one comes out
+    async with drivers() as held:
+        await held.rows(ONE)
+        reads = [asyncio.create_task(drivers.run(script_of(ONE))) for _ in range(5)]
+        await asyncio.sleep(0.02)
+        # Without hand_over they take the pool's second connection and are done.
+        assert not any(read.done() for read in reads)
+        assert checked_out(engine) == 1
+        async with drivers() as writer:  # a write does not wait: the pool's second one
+            assert checked_out(engine) == 2
+            assert await writer.rows(ONE) == [(1,)]
+    assert await asyncio.wait_for(asyncio.gather(*reads), 5) == [[(1,)]] * 5
     assert checked_out(engine) == 1
-    assert await drivers.run(script_of(ONE)) == [(1,)]
     await drivers.close()
     assert checked_out(engine) == 0
 

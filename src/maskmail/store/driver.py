@@ -301,11 +301,12 @@ class DriverPool:
     its recycling and reset still happen. An outage drops every kept one. ``close``
     hands them back: its owner calls it before disposing of the engine.
 
-    With ``hand_over`` as well, a use that finds all ``keep`` of them busy waits for one
-    to be given back and takes it straight from the user before it, instead of checking
-    out one more through SQLAlchemy's pool (a checkout and a return cost more than the
-    wait under load). So this pool then never holds more than ``keep`` connections; the
-    rest of the engine's pool stays for SQLAlchemy's own users.
+    With ``hand_over`` as well, a READ script that finds all ``keep`` of them busy waits
+    for one to be given back and takes it straight from the user before it, instead of
+    checking out one more through SQLAlchemy's pool: a read keeps its connection for the
+    database's CPU alone, and under load a checkout and a return cost more than the
+    wait. Writes, which also wait for the database's commit, still take one from the
+    pool, as many as it has, so that commits overlap.
     """
 
     def __init__(self, engine: AsyncEngine, keep: int = 0, *, hand_over: bool = False) -> None:
@@ -323,10 +324,10 @@ class DriverPool:
         self._out = 0
         self._waiting: deque[asyncio.Future[Taken | None]] = deque()
 
-    async def _take(self) -> Taken:
+    async def _take(self, read: bool) -> Taken:
         if self._kept:
             return self._kept.pop()
-        if self._hand_over and self._out >= self._keep:
+        if read and self._hand_over and self._out >= self._keep:
             handed = await self._wait()
             if handed is not None:
                 return handed
@@ -430,7 +431,7 @@ class DriverPool:
         # The outage mapping of unavailable_on_outage, written out: this is every hot
         # request's path, and a context manager per call cost a visible share of it.
         try:
-            taken = await self._take()
+            taken = await self._take(read=mode == READ)
             conn = taken[2]
             try:
                 if self.dialect == "sqlite":
@@ -463,7 +464,7 @@ class DriverPool:
     @asynccontextmanager
     async def __call__(self) -> AsyncIterator[Driver]:
         with unavailable_on_outage():
-            taken = await self._take()
+            taken = await self._take(read=False)
             try:
                 if self.dialect == "sqlite":
                     yield SqliteDriver(taken[2], managed=False)
