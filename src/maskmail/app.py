@@ -57,7 +57,9 @@ def create_app(
             pool_size=settings.db_pool_size,
             timeout=settings.db_timeout,
         )
-        app.state.drivers = drivers = DriverPool(app.state.engine, keep=KEPT_CONNECTIONS)
+        app.state.drivers = drivers = DriverPool(
+            app.state.engine, keep=KEPT_CONNECTIONS, hand_over=True
+        )
         app.state.readiness = Readiness.of(app.state.engine, smtp=listener)
         if engine is None:  # a given engine is watched (and told in the log) by its owner
             metrics.watch_pool(app.state.engine, "api")

@@ -57,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, Protocol, TypeVar
@@ -284,6 +285,12 @@ KEEP_SECONDS = 30.0
 Checkout = Callable[[], AbstractAsyncContextManager[Driver]]
 
 
+Taken = tuple[float, Any, Any]
+# How long a use waits for a kept connection to come back (``hand_over``), as long as
+# the engine's pool lets a checkout wait (store/engine.py).
+HAND_OVER_WAIT = 10.0
+
+
 class DriverPool:
     """Driver connections from the engine's pool: ``run`` a script on one, or hold one
     for an ``async with``.
@@ -293,49 +300,111 @@ class DriverPool:
     only when outside any transaction; then it goes back through the pool as usual, so
     its recycling and reset still happen. An outage drops every kept one. ``close``
     hands them back: its owner calls it before disposing of the engine.
+
+    With ``hand_over`` as well, a READ script that finds all ``keep`` of them busy waits
+    for one to be given back and takes it straight from the user before it, instead of
+    checking out one more through SQLAlchemy's pool: a read keeps its connection for the
+    database's CPU alone, and under load a checkout and a return cost more than the
+    wait. Writes, which also wait for the database's commit, still take one from the
+    pool, as many as it has, so that commits overlap.
     """
 
-    def __init__(self, engine: AsyncEngine, keep: int = 0) -> None:
+    def __init__(self, engine: AsyncEngine, keep: int = 0, *, hand_over: bool = False) -> None:
         self._engine = engine
         self.dialect: str = engine.dialect.name
         size = getattr(engine.sync_engine.pool, "size", lambda: 0)()
         # Never more than half the pool, so SQLAlchemy's own users always find one.
         self._keep = min(keep, size // 2)
+        self._hand_over = hand_over and self._keep > 0
         # (when it left SQLAlchemy's pool, the pool's record, the driver's connection)
-        self._kept: list[tuple[float, Any, Any]] = []
+        self._kept: list[Taken] = []
+        # Connections of this pool out of SQLAlchemy's, kept or in use; and, with
+        # ``hand_over``, the uses waiting for one: each is given a connection, or None
+        # for a place to check one out.
+        self._out = 0
+        self._waiting: deque[asyncio.Future[Taken | None]] = deque()
 
-    async def _take(self) -> tuple[float, Any, Any]:
+    async def _take(self, read: bool) -> Taken:
         if self._kept:
             return self._kept.pop()
-        pooled = await self._engine.raw_connection()
+        if read and self._hand_over and self._out >= self._keep:
+            handed = await self._wait()
+            if handed is not None:
+                return handed
+        else:
+            self._out += 1
+        try:
+            pooled = await self._engine.raw_connection()
+        except BaseException:
+            self._release()
+            raise
         return time.monotonic(), pooled, pooled.driver_connection
+
+    async def _wait(self) -> Taken | None:
+        """A connection given back by another use, or None: a place to check one out."""
+        waiter: asyncio.Future[Taken | None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            async with asyncio.timeout(HAND_OVER_WAIT):
+                return await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                # Handed one just as this use gave up: it goes to the next.
+                handed = waiter.result()
+                if handed is None:
+                    self._release()
+                else:
+                    self._pass_on(handed)
+            else:
+                waiter.cancel()
+            raise
+
+    def _hand(self, given: Taken | None) -> bool:
+        """Give ``given`` to the longest waiting use; False when none waits."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(given)
+                return True
+        return False
+
+    def _pass_on(self, taken: Taken) -> None:
+        if not self._hand(taken):
+            self._kept.append(taken)
+
+    def _release(self) -> None:
+        """One connection of this pool went back to SQLAlchemy's, or never came out."""
+        if not self._hand(None):
+            self._out -= 1
 
     def _idle(self, conn: Any) -> bool:
         if self.dialect == "sqlite":
             return not conn.sqlite.in_transaction
         return not conn.is_in_transaction() and not conn.is_closed()
 
-    async def _give_back(self, taken: tuple[float, Any, Any]) -> None:
+    async def _give_back(self, taken: Taken) -> None:
         since, pooled, conn = taken
-        if (
-            len(self._kept) < self._keep
-            and time.monotonic() - since < KEEP_SECONDS
-            and self._idle(conn)
-        ):
-            self._kept.append(taken)
-            return
+        if time.monotonic() - since < KEEP_SECONDS and self._idle(conn):
+            if self._hand(taken):
+                return
+            if len(self._kept) < self._keep:
+                self._kept.append(taken)
+                return
+        self._release()
         # Returning it may roll back through the async adapter: needs a greenlet.
         await greenlet_spawn(pooled.close)
 
     async def close(self) -> None:
         while self._kept:
+            self._release()
             await greenlet_spawn(self._kept.pop()[1].close)
 
     async def _drop_kept(self) -> None:
         while self._kept:
+            self._release()
             await greenlet_spawn(self._kept.pop()[1].invalidate)
 
-    async def _failed(self, taken: tuple[float, Any, Any], exc: BaseException) -> None:
+    async def _failed(self, taken: Taken, exc: BaseException) -> None:
         """SQLAlchemy never saw the driver's error, so it cannot tell a connection that
         broke mid-statement (a database outage, a cancelled request) from a good one. A
         refused statement or a refused request leaves it usable (any transaction was
@@ -350,6 +419,7 @@ class DriverPool:
             # Past MASKMAIL_DB_TIMEOUT the server is not answering: drop the connection at
             # once rather than wait for it to say goodbye.
             _terminate(pooled)
+        self._release()
         await greenlet_spawn(pooled.invalidate)
         if is_outage(exc):
             await self._drop_kept()
@@ -361,7 +431,7 @@ class DriverPool:
         # The outage mapping of unavailable_on_outage, written out: this is every hot
         # request's path, and a context manager per call cost a visible share of it.
         try:
-            taken = await self._take()
+            taken = await self._take(read=mode == READ)
             conn = taken[2]
             try:
                 if self.dialect == "sqlite":
@@ -394,7 +464,7 @@ class DriverPool:
     @asynccontextmanager
     async def __call__(self) -> AsyncIterator[Driver]:
         with unavailable_on_outage():
-            taken = await self._take()
+            taken = await self._take(read=False)
             try:
                 if self.dialect == "sqlite":
                     yield SqliteDriver(taken[2], managed=False)
