@@ -16,8 +16,9 @@ import uvicorn
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail import metrics
-from maskmail.api.headcap import MAX_HEAD_BYTES, CappedHttpTools
+from maskmail.api.headcap import MAX_HEAD_BYTES
 from maskmail.api.health import health_app
+from maskmail.api.one_write import OneWriteHttpTools
 from maskmail.app import create_app
 from maskmail.config import Settings
 from maskmail.mail.plane import Listeners, mail_plane, notices_for
@@ -40,7 +41,7 @@ def uvicorn_options(access_log: bool) -> dict[str, object]:
         # maskmail.logs configured the process: uvicorn adds no handlers or levels of its own.
         "log_config": None,
         "timeout_graceful_shutdown": 10,
-        "http": CappedHttpTools,
+        "http": OneWriteHttpTools,
         # The same cap where h11 is used instead (uvicorn's own option).
         "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
     }
