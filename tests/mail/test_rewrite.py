@@ -236,3 +236,12 @@ def test_read_keeps_a_malformed_content_type_as_it_came(content_type: bytes) -> 
     assert rewrite(found, forward()).endswith(
         b"\r\nContent-Type: " + content_type + b"\r\n\r\nbody\r\n"
     )
+
+
+def test_read_never_parses_the_content_type() -> None:
+    """The forward carries Content-Type as it came, so reading it is never needed: a value
+    the email package's parser cannot take (it recurses once per nested comment) is no
+    reason to defer the message."""
+    deep = b"text/plain " + b"(" * 3000 + b")" * 3000
+    found = read(b"Content-Type: " + deep + b"\r\n\r\nbody\r\n", "env@example.org", "relay.test")
+    assert found.fields == [("Content-Type", deep.decode())]
