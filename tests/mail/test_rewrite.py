@@ -169,3 +169,79 @@ def test_rewrite_leaves_no_stray_line_break_or_nul_in_headers() -> None:
     message = Incoming(raw, b"body\r\n", fields, origin(parse_headers(b""), "e@example.org"), False)
     out = rewrite(message, forward())
     assert b"\r\nSubject: a b\r\n c\r\n d\r\n To: x@example.org\r\n\r\nbody\r\n" in out
+
+
+@pytest.mark.parametrize(
+    ("block", "author"),
+    [
+        (
+            b"From: =?utf-8?b?SsO8cmdlbg==?= <j@example.com>\r\n",
+            ("J\u00fcrgen", "j@example.com", "j@example.com"),
+        ),
+        (
+            b'From: "J\xc3\xbcrgen\r\n Sender"\r\n <j@example.com>\r\n'
+            b"Reply-To:\r\n Team\r\n <list@example.net>,\r\n\tother@example.net\r\n",
+            ("J\u00fcrgen Sender", "j@example.com", "list@example.net"),
+        ),
+        # Only the first From is the author; another one is not even parsed.
+        (
+            b"From: =?utf-8?q?A?= <a@example.com>\r\nFrom: B <b@example.com>\r\n",
+            ("A", "a@example.com", "a@example.com"),
+        ),
+        (
+            b"From: a@example.com\r\nfrom: " + b'"' * 5000 + b"\r\n",
+            ("", "a@example.com", "a@example.com"),
+        ),
+        (
+            b"From: " + b'"' * 5000 + b"\r\nFrom: a@example.com\r\n",
+            ("", "env@example.org", "env@example.org"),
+        ),
+        # Bytes that are not UTF-8, raw or in an encoded word, never reach the name.
+        (b"From: Zo\xeb <z@example.com>\r\n", ("", "z@example.com", "z@example.com")),
+        (
+            b"From: =?unknown-8bit?q?Zo=EB?= <z@example.com>\r\n",
+            ("", "z@example.com", "z@example.com"),
+        ),
+        (
+            b"From: =?iso-8859-1?q?Zo=EB?= <z@example.com>\r\n",
+            ("Zo\u00eb", "z@example.com", "z@example.com"),
+        ),
+        (
+            b"From: =?utf-8?b?broken <z@example.com>\r\n",
+            ("=?utf-8?b?broken", "z@example.com", "z@example.com"),
+        ),
+    ],
+)
+def test_origin_decodes_like_the_default_policy(block: bytes, author: tuple[str, str, str]) -> None:
+    assert author_of(block) == author
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        b'text/plain; charset="utf-8',
+        b";;;=",
+        b"multipart/mixed",
+        b"multipart/mixed; boundary=\xff\xfe",
+        b'text/plain; name="Zo\xc3\xab\xff"',  # UTF-8 and a byte that is not
+        b"text/plain; name*0*=utf-8''%C3; name*1*=%ZZ",
+    ],
+)
+def test_read_keeps_a_malformed_content_type_as_it_came(content_type: bytes) -> None:
+    raw = b"From: a@example.com\r\nContent-Type: " + content_type + b"\r\n\r\nbody\r\n"
+    found = read(raw, "env@example.org", "relay.test")
+    value = content_type.decode("utf-8", "surrogateescape")
+    assert found.fields == [("From", "a@example.com"), ("Content-Type", value)]
+    assert (found.origin.address, found.body) == ("a@example.com", b"body\r\n")
+    assert rewrite(found, forward()).endswith(
+        b"\r\nContent-Type: " + content_type + b"\r\n\r\nbody\r\n"
+    )
+
+
+def test_read_never_parses_the_content_type() -> None:
+    """The forward carries Content-Type as it came, so reading it is never needed: a value
+    the email package's parser cannot take (it recurses once per nested comment) is no
+    reason to defer the message."""
+    deep = b"text/plain " + b"(" * 3000 + b")" * 3000
+    found = read(b"Content-Type: " + deep + b"\r\n\r\nbody\r\n", "env@example.org", "relay.test")
+    assert found.fields == [("Content-Type", deep.decode())]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from email.message import Message
 from typing import Any
 
 from maskmail.core import mailboxes, senders
@@ -54,16 +55,16 @@ async def check_may_reply(ctx: MailContext, mailbox: Mailbox, mail_from: str) ->
     _refuse_unless_reply(decide_reply(found.route.address, facts, found.route.outside))
 
 
-def _from_addresses(headers: Any) -> list[str] | None:
+def _from_addresses(headers: Message) -> list[str] | None:
     """Every address in the From header(s); None when it cannot be read, or is too long
     to parse safely (see ``rewrite.MAX_ADDRESS_HEADER``)."""
-    raw = [value for name, value in headers.raw_items() if name.lower() == "from"]
-    if any(len(value) > rewrite.MAX_ADDRESS_HEADER for value in raw):
+    raw = rewrite.named(headers, "from")
+    if any(len(value) > rewrite.MAX_ADDRESS_HEADER for _, value in raw):
         return None
     try:
         found = [
             address.addr_spec
-            for header in headers.get_all("from") or []
+            for header in rewrite.structured(raw)
             for address in getattr(header, "addresses", ())
         ]
     except (ValueError, IndexError, TypeError, AttributeError, RecursionError):
@@ -73,13 +74,14 @@ def _from_addresses(headers: Any) -> list[str] | None:
 
 
 def _authentication(
-    ctx: MailContext, session: Any, headers: Any, owner: str
+    ctx: MailContext, session: Any, headers: Message, owner: str
 ) -> senders.Authentication | None:
     """What a trusted relay says about the owner's domain; None from anyone else, whose
     Authentication-Results could say anything."""
     if not ctx.judge.trusts(peer_ip(session)):
         return None
-    values = [str(v) for v in headers.get_all("authentication-results") or []]
+    fields = rewrite.named(headers, "authentication-results")
+    values = [str(v) for v in rewrite.structured(fields)]
     if not values:
         return None
     domain = owner.rpartition("@")[2]

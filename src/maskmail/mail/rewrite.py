@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from email import policy
 from email.errors import HeaderParseError
-from email.headerregistry import Address
-from email.message import EmailMessage
+from email.headerregistry import Address, BaseHeader
+from email.message import Message
 from email.parser import Parser
 from email.utils import format_datetime, formataddr
 
@@ -66,35 +66,62 @@ def split_message(raw: bytes) -> tuple[bytes, bytes]:
     return raw[:end_of_headers], raw[found.end() :]
 
 
-def parse_headers(header_block: bytes) -> EmailMessage:
-    """The header block parsed on its own; the body is never parsed.
+class _AsStored(policy.Compat32):
+    """compat32, with every value handed back as stored.
+
+    Once done, the parser reads the Content-Type: the default policy would parse it
+    through its header registry, which is costly and raises on deeply nested comments,
+    and compat32 raises on a value holding both non-ASCII text and bytes that are not
+    UTF-8. The forward never reads that field; the ones it does read go through
+    ``structured``.
+    """
+
+    def header_fetch_parse(self, name: str, value: str) -> str:
+        return value
+
+
+_AS_STORED = _AsStored()
+
+
+def parse_headers(header_block: bytes) -> Message:
+    """The header block parsed on its own; the body is never parsed, and no value is.
 
     Decoded as UTF-8 first (RFC 6532 headers arrive with SMTPUTF8); bytes that are not
     UTF-8 are surrogate-escaped, so they can be written back exactly as they came.
     """
     text = header_block.decode("utf-8", "surrogateescape")
-    parsed = Parser(policy=policy.default).parsestr(text, headersonly=True)
-    assert isinstance(parsed, EmailMessage)
-    return parsed
+    return Parser(policy=_AS_STORED).parsestr(text, headersonly=True)
 
 
-def header_fields(headers: EmailMessage) -> Fields:
+def header_fields(headers: Message) -> Fields:
     """The headers in order, values raw (still folded; 8-bit bytes surrogate-escaped)."""
     return [(name, str(value)) for name, value in headers.raw_items()]
 
 
-def _addresses(headers: EmailMessage, name: str) -> list[Address]:
+def named(headers: Message, name: str) -> Fields:
+    """The fields called ``name`` (lower case; in any case in the message), in order, raw."""
+    return [(key, value) for key, value in headers.raw_items() if key.lower() == name]
+
+
+def structured(fields: Fields) -> list[BaseHeader]:
+    """Raw fields as ``EmailMessage.get_all`` under ``policy.default`` gives them: header
+    objects from its registry (addresses parsed, encoded words decoded, line breaks
+    gone). Only for the few fields read, after any check of their raw length."""
+    return [policy.default.header_fetch_parse(key, value) for key, value in fields]
+
+
+def _addresses(headers: Message, name: str) -> list[Address]:
     """The addresses of one header, or none when it is unparseable or too long to parse.
 
     The standard library's address parser is quadratic on some inputs (a long run of
     quotes; docs/security.md) and recursive on nested comments, and it runs on the event
     loop: an oversized value is treated as absent rather than parsed.
     """
-    raw = next((value for key, value in headers.raw_items() if key.lower() == name), None)
-    if raw is None or len(raw) > MAX_ADDRESS_HEADER:
+    first = named(headers, name)[:1]
+    if not first or len(first[0][1]) > MAX_ADDRESS_HEADER:
         return []
     try:
-        found = list(getattr(headers.get(name), "addresses", ()))
+        found = list(getattr(structured(first)[0], "addresses", ()))
     except (HeaderParseError, IndexError, ValueError, TypeError, AttributeError, RecursionError):
         return []
     return [address for address in found if isinstance(address, Address)]
@@ -116,7 +143,7 @@ def _clean(text: str) -> bool:
     return not any(c in text for c in "\r\n\x00")
 
 
-def origin(headers: EmailMessage, envelope_sender: str) -> Origin:
+def origin(headers: Message, envelope_sender: str) -> Origin:
     """The author from ``From`` (falling back to the envelope), and where replies go."""
     authors = _addresses(headers, "from")
     address = _first_address(authors) or envelope_sender
