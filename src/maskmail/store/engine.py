@@ -116,6 +116,8 @@ def _install_sqlite_recipe(engine: AsyncEngine) -> None:
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
+        # Checkpoints run in the background (store/sqlite_inline.py); this only bounds the log.
+        cursor.execute(f"PRAGMA wal_autocheckpoint={sqlite_inline.AUTOCHECKPOINT_BACKSTOP_PAGES}")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -11,17 +11,85 @@ The one call that can wait is taking the write lock (``BEGIN IMMEDIATE``). Write
 process queue on an asyncio lock, so inline they never wait for each other; the lock is
 tried without waiting, and only when another process holds it does the wait (up to the
 busy timeout) move to a thread, so the event loop never blocks on another process.
+
+WAL checkpoints are taken off the request path too. SQLite's automatic checkpoint runs
+inside the COMMIT that crosses its threshold, which here is on the event loop, so one
+request in many paid for copying the log into the database. Instead, every
+``CHECKPOINT_EVERY`` write commits an engine starts a passive checkpoint on a worker
+thread, on a connection of its own, one at a time per engine; it never waits for
+readers or writers, and another process's checkpoint merely makes it return early.
+The automatic checkpoint stays on the serving connections, with a far higher
+threshold (engine.py), to bound the log should the background ones fail or fall behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 WRITE_BEGIN = "BEGIN IMMEDIATE"
+
+# Often enough that the log stays small, rarely enough that a thread hop per checkpoint
+# is nothing beside the commits between them.
+CHECKPOINT_EVERY = 100
+# A backstop only: the automatic checkpoint of the serving connections, in pages, far
+# beyond what the background checkpoints let the log grow to while they keep up.
+AUTOCHECKPOINT_BACKSTOP_PAGES = 10_000
+
+log = logging.getLogger(__name__)
+
+
+def checkpoint(path: str) -> tuple[int, int, int]:
+    """A passive checkpoint of the database at ``path``, on a connection of its own:
+    SQLite's (busy, log frames, checkpointed frames)."""
+    uri = f"file:{urllib.parse.quote(path)}?mode=rw"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    try:
+        busy, frames, done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return int(busy), int(frames), int(done)
+    finally:
+        conn.close()
+
+
+def _checkpoint_quietly(path: str) -> None:
+    try:
+        checkpoint(path)
+    except Exception as exc:  # the automatic checkpoint remains; writes must go on
+        log.warning("background WAL checkpoint failed: %s: %s", type(exc).__name__, exc)
+
+
+class Checkpoints:
+    """One engine's background checkpoints: counts its write commits and starts one
+    checkpoint, on the default executor, every ``CHECKPOINT_EVERY``, never two at once."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._commits = 0
+        self._running: asyncio.Future[None] | None = None
+
+    def committed(self) -> None:
+        self._commits += 1
+        if self._commits < CHECKPOINT_EVERY:
+            return
+        if self._running is not None and not self._running.done():
+            return
+        self._commits = 0
+        try:
+            self._running = asyncio.get_running_loop().run_in_executor(
+                None, _checkpoint_quietly, self._path
+            )
+        except RuntimeError:  # the loop is shutting down its executor: skip this one
+            self._running = None
+
+
+def has_file(path: str) -> bool:
+    """Whether ``path`` names a database file (not memory, a temporary or a URI)."""
+    return path not in ("", ":memory:") and not path.startswith("file:")
 
 
 class Cursor:
@@ -86,7 +154,13 @@ class Cursor:
 class Connection:
     """What SQLAlchemy's aiosqlite adapter calls on an ``aiosqlite.Connection``."""
 
-    def __init__(self, conn: sqlite3.Connection, write_lock: asyncio.Lock, busy_ms: int) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        write_lock: asyncio.Lock,
+        busy_ms: int,
+        checkpoints: Checkpoints | None = None,
+    ) -> None:
         self._conn = conn
         # The stdlib connection, for statements run inline (store/driver.py): a plain
         # attribute, read on every statement of the fast path.
@@ -94,6 +168,7 @@ class Connection:
         self._write_lock = write_lock
         self._busy_ms = busy_ms
         self._holds_lock = False
+        self._checkpoints = checkpoints
 
     @property
     def _connection(self) -> sqlite3.Connection | None:
@@ -145,10 +220,13 @@ class Connection:
             self._write_lock.release()
 
     async def commit(self) -> None:
+        writing = self._holds_lock
         try:
             self._conn.commit()
         finally:
             self._release()
+        if writing and self._checkpoints is not None:
+            self._checkpoints.committed()
 
     async def rollback(self) -> None:
         try:
@@ -175,6 +253,7 @@ class Connection:
 def connector(path: str, busy_ms: int) -> Callable[[], Awaitable[Connection]]:
     """An ``async_creator`` for one engine: its connections share one write queue."""
     write_lock = asyncio.Lock()
+    checkpoints = Checkpoints(path) if has_file(path) else None
 
     async def connect() -> Connection:
         # Autocommit mode: transactions are begun explicitly (see engine.py). The thread
@@ -182,6 +261,6 @@ def connector(path: str, busy_ms: int) -> Callable[[], Awaitable[Connection]]:
         conn = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, timeout=busy_ms / 1000
         )
-        return Connection(conn, write_lock, busy_ms)
+        return Connection(conn, write_lock, busy_ms, checkpoints)
 
     return connect
