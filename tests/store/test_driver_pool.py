@@ -4,14 +4,17 @@ their time, and handed back by ``close``."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.core.errors import StoreUnavailable
 from maskmail.store import driver as driver_module
-from maskmail.store.driver import DriverPool
+from maskmail.store.driver import WRITE, DriverPool
+from maskmail.store.engine import create_engine
 from maskmail.store.statements import Statement
 
 pytestmark = pytest.mark.anyio
@@ -73,9 +76,18 @@ async def test_a_connection_goes_back_to_the_pool_after_its_time(
     assert checked_out(engine) == 0
 
 
+@pytest.fixture
+async def wide_engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """A pool of 4: writes may take 3 of them (all but a quarter)."""
+    engine = create_engine(database_url, pool_size=4)
+    yield engine
+    await engine.dispose()
+
+
 async def test_with_hand_over_reads_wait_for_a_kept_one_and_writes_take_the_pool(
-    engine: AsyncEngine,
+    wide_engine: AsyncEngine,
 ) -> None:
+    engine = wide_engine
     drivers = DriverPool(engine, keep=1, hand_over=True)
     async with drivers() as held:
         await held.rows(ONE)
@@ -158,5 +170,50 @@ async def test_a_broken_connection_makes_room_for_a_waiting_use(engine: AsyncEng
     assert waiting is not None
     assert await asyncio.wait_for(waiting, 5) == [(1,)]
     assert checked_out(engine) == 1
+    await drivers.close()
+    assert checked_out(engine) == 0
+
+
+async def test_with_hand_over_a_waiting_write_is_served_before_a_later_one(
+    engine: AsyncEngine,
+) -> None:
+    """A write that found every connection busy gets the next one given back; a write
+    that arrives after it waits behind it instead of taking that one first."""
+    drivers = DriverPool(engine, keep=1, hand_over=True)
+    order: list[str] = []
+
+    async def write(name: str) -> None:
+        async with drivers() as driver:
+            await driver.rows(ONE)
+            order.append(name)
+
+    held = drivers()
+    await held.__aenter__()
+    async with engine.connect() as other:  # SQLAlchemy's own user holds the pool's second
+        await other.execute(text("SELECT 1"))
+        first = asyncio.create_task(write("first"))
+        await asyncio.sleep(0.02)
+        await held.__aexit__(None, None, None)
+        later = asyncio.create_task(write("later"))
+        await asyncio.wait_for(asyncio.gather(first, later), 5)
+    assert order == ["first", "later"]
+    assert checked_out(engine) == 1
+    await drivers.close()
+    assert checked_out(engine) == 0
+
+
+async def test_with_hand_over_queued_writes_leave_sqlalchemy_a_connection(
+    engine: AsyncEngine,
+) -> None:
+    drivers = DriverPool(engine, keep=1, hand_over=True)
+    held = drivers()
+    await held.__aenter__()
+    writes = [asyncio.create_task(drivers.run(script_of(ONE), WRITE)) for _ in range(3)]
+    await asyncio.sleep(0.02)
+    assert not any(write.done() for write in writes)
+    async with asyncio.timeout(5), engine.connect() as other:
+        assert (await other.execute(text("SELECT 1"))).scalar() == 1
+    await held.__aexit__(None, None, None)
+    assert await asyncio.wait_for(asyncio.gather(*writes), 5) == [[(1,)]] * 3
     await drivers.close()
     assert checked_out(engine) == 0

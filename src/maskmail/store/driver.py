@@ -305,8 +305,11 @@ class DriverPool:
     for one to be given back and takes it straight from the user before it, instead of
     checking out one more through SQLAlchemy's pool: a read keeps its connection for the
     database's CPU alone, and under load a checkout and a return cost more than the
-    wait. Writes, which also wait for the database's commit, still take one from the
-    pool, as many as it has, so that commits overlap.
+    wait. Writes, which also wait for the database's commit, take more from the pool, so
+    that commits overlap, up to all but a quarter of it (at least one), which stays for
+    SQLAlchemy's own users; past that they wait too. Every use waits in one line, served
+    in turn: a connection given back goes to the longest waiting, never to a newcomer,
+    so under load no request waits much longer than another.
     """
 
     def __init__(self, engine: AsyncEngine, keep: int = 0, *, hand_over: bool = False) -> None:
@@ -316,6 +319,7 @@ class DriverPool:
         # Never more than half the pool, so SQLAlchemy's own users always find one.
         self._keep = min(keep, size // 2)
         self._hand_over = hand_over and self._keep > 0
+        self._writers = max(self._keep, size - max(1, size // 4))
         # (when it left SQLAlchemy's pool, the pool's record, the driver's connection)
         self._kept: list[Taken] = []
         # Connections of this pool out of SQLAlchemy's, kept or in use; and, with
@@ -327,7 +331,7 @@ class DriverPool:
     async def _take(self, read: bool) -> Taken:
         if self._kept:
             return self._kept.pop()
-        if read and self._hand_over and self._out >= self._keep:
+        if self._hand_over and self._out >= (self._keep if read else self._writers):
             handed = await self._wait()
             if handed is not None:
                 return handed
