@@ -10,9 +10,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from maskmail.store import accounts, activity
-from maskmail.store.addresses import count_mail, create_address, delete_address, get_address
+from maskmail.store.addresses import (
+    count_mail,
+    counted,
+    create_address,
+    delete_address,
+    get_address,
+)
 from maskmail.store.clock import today
-from maskmail.store.driver import DriverPool, run_on
+from maskmail.store.driver import ONE_WRITE, DriverPool, run_on
 from maskmail.store.engine import transaction
 
 pytestmark = pytest.mark.anyio
@@ -44,6 +50,22 @@ async def test_counting_adds_to_today_and_to_the_address(engine: AsyncEngine) ->
     assert one[-1] == days[-1] and all(d.forwarded == 0 for d in days[:-1])
     # Another owner's address counts nothing for this one.
     assert all(d == activity.Day(d.day) for d in none)
+
+
+async def test_a_count_goes_to_the_day_given_or_to_the_address_alone(
+    engine: AsyncEngine,
+) -> None:
+    """A late count (mail/pending_counts.py) names the day its message was handled on,
+    or none when the daily counts forgot that day already."""
+    user_id, address_id = await _address(engine)
+    pool = DriverPool(engine)
+    for day in (today() - 3, None, today() - 3):
+        await pool.run(counted(pool.dialect, address_id, ["num_forwarded"], day), ONE_WRITE)
+    async with transaction(engine, readonly=True) as conn:
+        record = await get_address(conn, user_id, address_id)
+        days = await activity.last_days(conn, user_id, days=7)
+    assert record.num_forwarded == 3
+    assert [(d.day, d.forwarded) for d in days if d.forwarded] == [(today() - 3, 2)]
 
 
 async def test_a_deleted_address_counts_nothing(engine: AsyncEngine) -> None:

@@ -22,6 +22,7 @@ from maskmail.store.addresses import (
     get_address,
     update_address,
 )
+from maskmail.store.clock import today
 from maskmail.store.driver import ONE_WRITE, DriverPool
 from maskmail.store.engine import transaction
 from maskmail.store.reverse_aliases import MAX_ROUNDS, found_or_made
@@ -124,7 +125,7 @@ async def test_counters_move_together_and_only_the_named_ones(engine: AsyncEngin
     user_id, address_id, _, _ = await new_address(engine)
     pool = DriverPool(engine)
     for named in (("num_spam", "num_forwarded"), ("num_forwarded",)):
-        await pool.run(counted(pool.dialect, address_id, named), ONE_WRITE)
+        await pool.run(counted(pool.dialect, address_id, named, today()), ONE_WRITE)
     async with pool() as driver:
         await count_mail(driver, address_id, ("num_blocked",))
         await count_mail(driver, address_id, ())

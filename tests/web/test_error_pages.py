@@ -7,15 +7,15 @@ from collections.abc import AsyncIterator, Callable
 
 import httpx
 import pytest
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncConnection
-from starlette.routing import BaseRoute
 
 from maskmail.app import create_app
 from maskmail.core.errors import AddressTaken, LimitReached, StoreUnavailable
 from maskmail.http_shared.connection import get_conn
 from maskmail.store import addresses as store
 from maskmail.web.error_pages import PageRoute
+from maskmail.web.form_pages import routes_of
 from maskmail.web.pages.admin import AdminRoute
 from maskmail.web.router import router as dashboard
 from tests.api.conftest import client_for, make_settings
@@ -121,17 +121,8 @@ async def test_the_api_still_answers_json_for_the_same_error(app: FastAPI) -> No
     assert answer.json()["code"] == "address_limit_reached"
 
 
-def _routes(router: APIRouter) -> list[BaseRoute]:
-    """The routes of ``router`` and of the routers it includes (kept whole by FastAPI)."""
-    found: list[BaseRoute] = []
-    for route in router.routes:
-        inner = getattr(route, "original_router", None)
-        found += _routes(inner) if isinstance(inner, APIRouter) else [route]
-    return found
-
-
 def test_every_dashboard_route_answers_errors_as_pages() -> None:
-    routes = _routes(dashboard)
+    routes = routes_of(dashboard)
     assert len(routes) > 30
     # The admin pages answer as pages too, but to anyone not an admin as an unknown path.
     assert [r for r in routes if not isinstance(r, PageRoute | AdminRoute)] == []

@@ -51,6 +51,9 @@ class MailContext:
     # scripts one after another, and each would otherwise take a connection from
     # SQLAlchemy's pool and give it back (a reset, a greenlet switch) again.
     kept_drivers: int = 0
+    # MASKMAIL_ACTIVITY_DAYS: a count written late to a day older than these adds to the
+    # address's totals only (mail/pending_counts.py).
+    activity_days: int = 90
     # Driver connections from the engine's pool, for the statements every message runs:
     # ``drivers.run`` a store script, one transaction per call.
     drivers: DriverPool = field(init=False)
@@ -62,7 +65,7 @@ class MailContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "drivers", DriverPool(self.engine, keep=_keep(self)))
-        object.__setattr__(self, "pending_counts", PendingCounts(self.drivers))
+        object.__setattr__(self, "pending_counts", PendingCounts(self.drivers, self.activity_days))
         object.__setattr__(self, "domain", normal_domain(self.domain))
         domains = frozenset(map(normal_domain, self.older_domains | {self.domain}))
         object.__setattr__(self, "domains", domains)

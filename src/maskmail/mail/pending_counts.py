@@ -7,10 +7,16 @@ the background with a capped backoff, once more at the mail plane's orderly stop
 what still cannot be written then is saved in the data dir and written at the next
 start (docs/mail.md, Durability).
 
-The saved counts are JSON lines, one address a line (``{"address_id": 7, "counters":
-{"num_forwarded": 2}}``), in files of their own under ``pending-counts/``: every worker
-of ``smtp --workers`` saves its own file, and the one that holds the directory's lock
-at start-up writes them all, in one transaction, then removes them.
+A count keeps the UTC day the message was handled on, and joins that day's daily counts
+when written, however late: unless the daily counts have forgotten that day already
+(``MASKMAIL_ACTIVITY_DAYS``), when it adds to the address's totals only.
+
+The saved counts are JSON lines, one address and day a line (``{"address_id": 7, "day":
+20419, "counters": {"num_forwarded": 2}}``), in files of their own under
+``pending-counts/``: every worker of ``smtp --workers`` saves its own file, and the one
+that holds the directory's lock at start-up writes them all, in one transaction, then
+removes them. A line without a day (saved before days were kept) goes to the day it is
+written.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from prometheus_client import Gauge
 from maskmail import metrics
 from maskmail.core.errors import StoreUnavailable
 from maskmail.core.verdict import Counter
-from maskmail.store import addresses
+from maskmail.store import activity, addresses
+from maskmail.store.clock import today
 from maskmail.store.driver import WRITE, DriverPool
 from maskmail.store.statements import Script
 
@@ -52,41 +59,56 @@ PENDING_DIR = "pending-counts"
 _LOCK = ".lock"
 _COUNTERS: tuple[Counter, ...] = get_args(Counter)
 
-# Per address: how many messages, and how much each counter moves.
-Counts = dict[int, collections.Counter[str]]
+# An address id, and the UTC day its messages were handled on (clock.today()).
+Key = tuple[int, int]
+# Per address and day: how much each counter moves.
+Counts = dict[Key, collections.Counter[str]]
 
 
-def _adding(dialect: str, address_id: int, sums: collections.Counter[str]) -> Script[None]:
-    """Add ``sums`` to the address's counters and its counts of today, as steps of one
+def _day_of(day: int, keep_days: int) -> int | None:
+    """The day whose daily counts a late count joins: its own, but none once the daily
+    counts forgot that day (writing it would bring back a day already deleted), and
+    never one after today (a clock set back since)."""
+    if day < activity.first_kept(keep_days):
+        return None
+    return min(day, today())
+
+
+def _adding(dialect: str, key: Key, sums: collections.Counter[str], keep_days: int) -> Script[None]:
+    """Add ``sums`` to the address's counters and its counts of the day, as steps of one
     each (``store.addresses.counted``), inside the caller's transaction. An address that
     was deleted since has no row: the statements change nothing, and the count is gone
     with it."""
+    address_id, day = key
+    into = _day_of(day, keep_days)
     left = collections.Counter({name: sums[name] for name in _COUNTERS})
     while +left:
         step = tuple(name for name in _COUNTERS if left[name] > 0)
-        yield from addresses.counted(dialect, address_id, step)
+        yield from addresses.counted(dialect, address_id, step, into)
         left.subtract(step)
 
 
-def _adding_all(dialect: str, counts: Counts) -> Script[None]:
-    for address_id, sums in counts.items():
-        yield from _adding(dialect, address_id, sums)
+def _adding_all(dialect: str, counts: Counts, keep_days: int) -> Script[None]:
+    for key, sums in counts.items():
+        yield from _adding(dialect, key, sums, keep_days)
 
 
 def _merge(into: Counts, counts: Counts) -> None:
-    for address_id, sums in counts.items():
-        into.setdefault(address_id, collections.Counter()).update(sums)
+    for key, sums in counts.items():
+        into.setdefault(key, collections.Counter()).update(sums)
 
 
 class PendingCounts:
-    """The counts the mail plane delivered but could not write, per address, and the
-    background task that writes them. ``add`` never waits; ``stop`` makes the last try."""
+    """The counts the mail plane delivered but could not write, per address and day, and
+    the background task that writes them. ``add`` never waits; ``stop`` makes the last
+    try. ``keep_days`` is MASKMAIL_ACTIVITY_DAYS."""
 
-    def __init__(self, drivers: DriverPool) -> None:
+    def __init__(self, drivers: DriverPool, keep_days: int) -> None:
         self._drivers = drivers
+        self._keep_days = keep_days
         self._counts: Counts = {}
-        # Messages per address, for the gauge and the logs.
-        self._messages: collections.Counter[int] = collections.Counter()
+        # Messages per address and day, for the gauge and the logs.
+        self._messages: collections.Counter[Key] = collections.Counter()
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._stopped = False
@@ -95,13 +117,14 @@ class PendingCounts:
         """How many messages' counts are waiting."""
         return self._messages.total()
 
-    def add(self, address_id: int, counters: Iterable[Counter]) -> None:
-        """Keep one delivered message's counters, to be written in the background."""
+    def add(self, address_id: int, counters: Iterable[Counter], day: int) -> None:
+        """Keep one delivered message's counters, to be written in the background under
+        ``day``, the one it was handled on."""
         if self._stopped:
             log.error("delivered after the stop, could not count it for address %d", address_id)
             return
-        self._counts.setdefault(address_id, collections.Counter()).update(counters)
-        self._messages[address_id] += 1
+        self._counts.setdefault((address_id, day), collections.Counter()).update(counters)
+        self._messages[address_id, day] += 1
         _pending().inc()
         log.warning("delivered, but could not count it for address %d yet: retrying", address_id)
         if self._task is None or self._task.done():
@@ -118,17 +141,19 @@ class PendingCounts:
                 delay = min(delay * 2, RETRY_MAX)
 
     async def flush(self) -> bool:
-        """Write what is waiting, one transaction per address; True when none is left.
-        The first address the database refuses for being unavailable ends the round."""
+        """Write what is waiting, one transaction per address and day; True when none is
+        left. The first the database refuses for being unavailable ends the round."""
         while self._counts:
-            address_id = next(iter(self._counts))
-            sums = self._counts.pop(address_id)
-            messages = self._messages.pop(address_id)
+            key = next(iter(self._counts))
+            address_id = key[0]
+            sums = self._counts.pop(key)
+            messages = self._messages.pop(key)
+            adding = _adding(self._drivers.dialect, key, sums, self._keep_days)
             try:
-                await self._drivers.run(_adding(self._drivers.dialect, address_id, sums), WRITE)
+                await self._drivers.run(adding, WRITE)
             except StoreUnavailable:
-                _merge(self._counts, {address_id: sums})
-                self._messages[address_id] += messages
+                _merge(self._counts, {key: sums})
+                self._messages[key] += messages
                 return False
             except Exception:
                 # Not an outage: a retry would fail the same way.
@@ -177,8 +202,8 @@ def save(data_dir: Path, counts: Counts) -> Path:
     name = f"{os.getpid()}-{secrets.token_hex(4)}.jsonl"
     tmp = directory / f".{name}.tmp"
     lines = (
-        json.dumps({"address_id": address_id, "counters": dict(sums)}) + "\n"
-        for address_id, sums in counts.items()
+        json.dumps({"address_id": address_id, "day": day, "counters": dict(sums)}) + "\n"
+        for (address_id, day), sums in counts.items()
     )
     with open(tmp, "w", encoding="utf-8") as out:
         out.writelines(lines)
@@ -206,6 +231,7 @@ def _read(path: Path) -> Counts:
         try:
             entry = json.loads(line)
             address_id = int(entry["address_id"])
+            day = today() if entry.get("day") is None else int(entry["day"])
             sums = collections.Counter(
                 {
                     str(name): int(n)
@@ -216,7 +242,7 @@ def _read(path: Path) -> Counts:
         except (ValueError, TypeError, KeyError, AttributeError):
             log.error("skipping line %d of %s: not a pending count", number, path)
             continue
-        _merge(counts, {address_id: sums})
+        _merge(counts, {(address_id, day): sums})
     return counts
 
 
@@ -235,9 +261,10 @@ def _replaying(directory: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-async def replay(drivers: DriverPool, data_dir: Path) -> None:
+async def replay(drivers: DriverPool, data_dir: Path, *, keep_days: int) -> None:
     """At start-up, write the counts a previous run saved, in one transaction, and then
-    remove their files; when the database is unavailable they wait for the next start."""
+    remove their files; when the database is unavailable they wait for the next start.
+    ``keep_days`` is MASKMAIL_ACTIVITY_DAYS."""
     directory = data_dir / PENDING_DIR
     if not directory.is_dir():
         return
@@ -249,7 +276,7 @@ async def replay(drivers: DriverPool, data_dir: Path) -> None:
         for path in files:
             _merge(counts, _read(path))
         try:
-            await drivers.run(_adding_all(drivers.dialect, counts), WRITE)
+            await drivers.run(_adding_all(drivers.dialect, counts, keep_days), WRITE)
         except StoreUnavailable:
             log.warning(
                 "could not count the delivered messages kept in %s; kept for the next start",
@@ -259,4 +286,5 @@ async def replay(drivers: DriverPool, data_dir: Path) -> None:
         for path in files:
             path.unlink()
         _sync_dir(directory)
-    log.info("counted the delivered messages of %d addresses kept at the last stop", len(counts))
+    addresses_kept = len({address_id for address_id, _ in counts})
+    log.info("counted the delivered messages of %d addresses kept at the last stop", addresses_kept)

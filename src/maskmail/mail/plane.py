@@ -158,9 +158,10 @@ async def mail_plane(
                 authserv_ids=settings.authserv_id_list,
                 rewriters=rewriters,
                 kept_drivers=KEPT_DRIVERS,
+                activity_days=settings.activity_days,
             )
             # Counts the last run delivered but could not write (mail/pending_counts.py).
-            await replay(context.drivers, settings.data_dir)
+            await replay(context.drivers, settings.data_dir, keep_days=settings.activity_days)
             server = await start_smtp(
                 RelayHandler(context),
                 host=host,

@@ -19,7 +19,7 @@ from maskmail.store.tables import addresses, daily_activity
 _FORGET_BEFORE = Statement.portable("DELETE FROM daily_activity WHERE day < ?")
 
 
-def add_to_today(counters: tuple[Counter, ...], ids: Select[Any]) -> Any:
+def add_to_day(counters: tuple[Counter, ...], ids: Select[Any]) -> Any:
     """Adding one to each counter of the day (parameter ``day``) for the address ``ids``
     selects."""
     one = literal_column("1", Integer)
@@ -69,7 +69,12 @@ async def last_days(
     return [found.get(day, Day(day)) for day in range(first, first + days)]
 
 
+def first_kept(keep_days: int) -> int:
+    """The oldest day whose counts are kept, of the last ``keep_days`` (today included)."""
+    return today() - keep_days + 1
+
+
 def forget_old(keep_days: int) -> Script[None]:
-    """Delete every address's counts of the days before the last ``keep_days`` (today
-    included); run it WRITE. Nothing reads them: the dashboard shows 30 days."""
-    yield _FORGET_BEFORE, (today() - keep_days + 1,)
+    """Delete every address's counts of the days before the last ``keep_days``; run it
+    WRITE. Nothing reads them: the dashboard shows 30 days."""
+    yield _FORGET_BEFORE, (first_kept(keep_days),)

@@ -41,7 +41,7 @@ from maskmail.core.verdict import Counter
 from maskmail.store import accounts, address_counts, tombstones
 from maskmail.store import bounces as bounce_store
 from maskmail.store.accounts import LIVE_KEY
-from maskmail.store.activity import add_to_today
+from maskmail.store.activity import add_to_day
 from maskmail.store.clock import now, today
 from maskmail.store.driver import Driver, as_driver, run_on
 from maskmail.store.owner_lock import lock_owner, locking
@@ -367,44 +367,49 @@ def _increment(counters: tuple[Counter, ...]) -> Update:
 
 @lru_cache(maxsize=16)  # one per set of counters: there are fifteen
 def _counting_postgresql(counters: tuple[Counter, ...]) -> Statement:
-    """The counters and the address's counts of today (daily_activity) in one statement,
-    atomic alone: no BEGIN and COMMIT, two round trips more (docs/benchmarks.md).
-    Arguments: the day, then the address id."""
+    """The counters and the address's counts of the day (daily_activity) in one
+    statement, atomic alone: no BEGIN and COMMIT, two round trips more
+    (docs/benchmarks.md). Arguments: the day, then the address id."""
     moved = _increment(counters).returning(addresses.c.id).cte("moved")
     return Statement.from_core(
-        add_to_today(counters, select(moved.c.id)), "day", "address_id", only="postgresql"
+        add_to_day(counters, select(moved.c.id)), "day", "address_id", only="postgresql"
     )
 
 
 @lru_cache(maxsize=16)
-def _counting_sqlite(counters: tuple[Counter, ...]) -> tuple[Statement, Statement]:
-    """SQLite has no UPDATE inside WITH: the counters (argument: the address id), then
-    the counts of today (the day, then the address id), in one write transaction."""
+def _counting_totals(counters: tuple[Counter, ...]) -> Statement:
+    """The counters alone (argument: the address id)."""
+    return Statement.from_core(_increment(counters), "address_id")
+
+
+@lru_cache(maxsize=16)
+def _counting_day_sqlite(counters: tuple[Counter, ...]) -> Statement:
+    """SQLite has no UPDATE inside WITH: the counts of the day (the day, then the address
+    id), after the counters, in one write transaction."""
     address = select(addresses.c.id).where(addresses.c.id == bindparam("address_id"))
-    return (
-        Statement.from_core(_increment(counters), "address_id", only="sqlite"),
-        Statement.from_core(add_to_today(counters, address), "day", "address_id", only="sqlite"),
-    )
+    return Statement.from_core(add_to_day(counters, address), "day", "address_id", only="sqlite")
 
 
-def counted(dialect: str, address_id: int, counters: Iterable[Counter]) -> Script[None]:
-    """Add one to each counter, and to the address's counts of today, atomically: what
-    the mail plane does per message, as one script (run it ONE_WRITE): one statement on
-    PostgreSQL, two in one write transaction on SQLite."""
+def counted(
+    dialect: str, address_id: int, counters: Iterable[Counter], day: int | None
+) -> Script[None]:
+    """Add one to each counter, and to the address's counts of ``day`` (clock.today() when
+    the message was handled; None: none, for a late count of a day already forgotten),
+    atomically: what the mail plane does per message, as one script (run it ONE_WRITE):
+    one statement on PostgreSQL, two in one write transaction on SQLite."""
     named = set(counters)
     wanted = tuple(c for c in _COUNTERS if c in named)
     if not wanted:
         return
-    day = today()
-    if dialect == "postgresql":
+    if day is not None and dialect == "postgresql":
         yield _counting_postgresql(wanted), (day, address_id)
         return
-    counters_of_address, counts_of_today = _counting_sqlite(wanted)
-    yield counters_of_address, (address_id,)
-    yield counts_of_today, (day, address_id)
+    yield _counting_totals(wanted), (address_id,)
+    if day is not None:
+        yield _counting_day_sqlite(wanted), (day, address_id)
 
 
 async def count_mail(driver: Driver, address_id: int, counters: Iterable[Counter]) -> None:
     """``counted`` on a driver connection the caller holds."""
     async with driver.single_write():
-        await run_on(driver, counted(driver.dialect, address_id, counters))
+        await run_on(driver, counted(driver.dialect, address_id, counters, today()))

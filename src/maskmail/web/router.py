@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 
-from maskmail.web import assets
+from maskmail.web import assets, form_pages
 from maskmail.web.error_pages import outside_routes
 from maskmail.web.pages import (
     activity,
@@ -59,6 +59,8 @@ for pages in (
     admin_invitations,
 ):
     router.include_router(pages.router)
+# Last, once every form's route is in: a GET to a form's address finds its page.
+form_pages.add_to(router)
 
 
 def install(app: FastAPI) -> None:
