@@ -5,10 +5,12 @@
 Each checkout gets a fresh database of its own, migrated and seeded (``bench.seed``,
 the API benchmark's accounts) by its own code in its own ``.venv``, and one
 ``maskmail serve`` worker. Then wrk measures the endpoint on each in turn, for
-``--rounds`` rounds of 5 s, and the ratio this checkout / the other is the median of
-each round's own. It answers "did this change make the endpoint slower", on one
-machine, with the drift of a shared machine hitting both alike. The other checkout
-must have run ``make .venv/.synced``.
+``--rounds`` rounds of ``--seconds`` (5 s), and the ratio this checkout / the other is
+the median of each round's own. It answers "did this change make the endpoint slower",
+on one machine, with the drift of a shared machine hitting both alike; each side's median
+p50 and p99 latency show whether it made some requests wait longer. Every round opens 50
+new connections, whose first requests wait longest on a busy server: longer rounds
+weigh that less in the p99. The other checkout must have run ``make .venv/.synced``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tests.support import free_port
 
 from bench.api import ACCOUNTS, BASE, ENDPOINTS
 from bench.lab import ROOT, Server, database, run, system_env
-from bench.measure import Load, wrk
+from bench.measure import Figures, Load, wrk
 
 # Run by each checkout's own Python: its seed writes the tables its migrations made.
 _SEED = (
@@ -68,10 +70,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("backend", choices=["sqlite", "postgres"])
     p.add_argument("endpoint", choices=[e.name for e in ENDPOINTS])
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--seconds", type=int, default=5, help="length of each round")
     args = p.parse_args(argv)
     endpoint = next(e for e in ENDPOINTS if e.name == args.endpoint)
     trees = {"this": ROOT, "other": args.other.resolve()}
-    rates: dict[str, list[float]] = {name: [] for name in trees}
+    figures: dict[str, list[Figures]] = {name: [] for name in trees}
     with tempfile.TemporaryDirectory(prefix="maskmail-ab-") as tmp, ExitStack() as stack:
         urls = {}
         for name, tree in trees.items():
@@ -81,17 +84,23 @@ def main(argv: list[str]) -> int:
             wrk(Load(duration=2, connections=50), *urls[name], endpoint.method)  # warm up
         for n in range(args.rounds):
             for name, (url, key) in urls.items():
-                rates[name].append(
-                    wrk(Load(duration=5, connections=50), url, key, endpoint.method).rps
-                )
-            print(
-                f"round {n + 1}: this {rates['this'][-1]:,.0f} req/s, "
-                f"other {rates['other'][-1]:,.0f} req/s",
-                file=sys.stderr,
-            )
-    ratio = statistics.median(a / b for a, b in zip(rates["this"], rates["other"], strict=True))
+                load = Load(duration=args.seconds, connections=50)
+                figures[name].append(wrk(load, url, key, endpoint.method))
+            sides = ", ".join(_round(figures, side) for side in trees)
+            print(f"round {n + 1}: {sides}", file=sys.stderr)
+    this, other = ([f.rps for f in figures[name]] for name in trees)
+    ratio = statistics.median(a / b for a, b in zip(this, other, strict=True))
     print(f"{args.backend} {args.endpoint}: this / other = {ratio:.2f} (median of {args.rounds})")
+    for name in trees:
+        p50 = statistics.median(f.p50_ms for f in figures[name])
+        p99 = statistics.median(f.p99_ms for f in figures[name])
+        print(f"  {name}: latency p50 {p50:.1f} ms, p99 {p99:.1f} ms (medians of the rounds)")
     return 0
+
+
+def _round(figures: dict[str, list[Figures]], name: str) -> str:
+    last = figures[name][-1]
+    return f"{name} {last.rps:,.0f} req/s (p50 {last.p50_ms:.1f} ms, p99 {last.p99_ms:.1f} ms)"
 
 
 if __name__ == "__main__":
