@@ -34,8 +34,11 @@ lint:
 typecheck:
 	.venv/bin/mypy
 
+# Two passes: the tests not marked slow on two workers (`make check` keeps them safe there),
+# then the slow set in one process, since its timings assume a machine of its own.
 pytest:
-	.venv/bin/pytest
+	.venv/bin/pytest -m "not slow" -n 2
+	.venv/bin/pytest -m slow
 
 # Two workers, and a few examples per property test; `make test` runs every example in one process.
 # The slow set, left out here, holds the tests that take long and those that run a program
