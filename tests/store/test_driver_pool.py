@@ -146,11 +146,31 @@ async def test_a_connection_handed_to_a_use_as_it_is_cancelled_goes_to_the_next(
     assert checked_out(engine) == 0
 
 
-async def test_a_use_that_waits_too_long_is_told_the_database_is_unavailable(
-    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+async def test_a_connection_passed_on_by_a_cancelled_use_is_kept_only_within_keep(
+    wide_engine: AsyncEngine,
 ) -> None:
-    monkeypatch.setattr(driver_module, "HAND_OVER_WAIT", 0.05)
+    engine = wide_engine
     drivers = DriverPool(engine, keep=1, hand_over=True)
+    reader = drivers()
+    await reader.__aenter__()  # the one a read may hold: the next read waits
+    cancelled = asyncio.create_task(drivers.run(script_of(ONE)))
+    await asyncio.sleep(0.01)
+    # A write takes a second connection from the pool and, given back, is the one kept.
+    assert await drivers.run(script_of(ONE), WRITE) == [(1,)]
+    assert checked_out(engine) == 2
+    await reader.__aexit__(None, None, None)  # handed to ``cancelled``, not yet running
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    assert checked_out(engine) == 1  # keep is 1: the second went back to the pool
+    await drivers.close()
+    assert checked_out(engine) == 0
+
+
+async def test_a_use_that_waits_too_long_is_told_the_database_is_unavailable(
+    engine: AsyncEngine,
+) -> None:
+    drivers = DriverPool(engine, keep=1, hand_over=True, wait=0.05)
     async with drivers():
         with pytest.raises(StoreUnavailable):
             await drivers.run(script_of(ONE))

@@ -286,9 +286,9 @@ Checkout = Callable[[], AbstractAsyncContextManager[Driver]]
 
 
 Taken = tuple[float, Any, Any]
-# How long a use waits for a kept connection to come back (``hand_over``), as long as
-# the engine's pool lets a checkout wait (store/engine.py).
-HAND_OVER_WAIT = 10.0
+# How long a use waits for a kept connection to come back (``hand_over``) when the
+# engine's pool does not say how long its own checkouts wait.
+HAND_OVER_WAIT = 30.0
 
 
 class DriverPool:
@@ -312,10 +312,22 @@ class DriverPool:
     so under load no request waits much longer than another.
     """
 
-    def __init__(self, engine: AsyncEngine, keep: int = 0, *, hand_over: bool = False) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        keep: int = 0,
+        *,
+        hand_over: bool = False,
+        wait: float | None = None,
+    ) -> None:
         self._engine = engine
         self.dialect: str = engine.dialect.name
-        size = getattr(engine.sync_engine.pool, "size", lambda: 0)()
+        pool = engine.sync_engine.pool
+        size = getattr(pool, "size", lambda: 0)()
+        # A use waits for a connection as long as a checkout from the pool would.
+        self._wait_limit: float = (
+            wait if wait is not None else getattr(pool, "timeout", lambda: HAND_OVER_WAIT)()
+        )
         # Never more than half the pool, so SQLAlchemy's own users always find one.
         self._keep = min(keep, size // 2)
         self._hand_over = hand_over and self._keep > 0
@@ -349,16 +361,16 @@ class DriverPool:
         waiter: asyncio.Future[Taken | None] = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
         try:
-            async with asyncio.timeout(HAND_OVER_WAIT):
+            async with asyncio.timeout(self._wait_limit):
                 return await waiter
         except BaseException:
             if waiter.done() and not waiter.cancelled():
-                # Handed one just as this use gave up: it goes to the next.
+                # Handed one just as this use gave up: given back as if used.
                 handed = waiter.result()
                 if handed is None:
                     self._release()
                 else:
-                    self._pass_on(handed)
+                    await self._give_back(handed)
             else:
                 waiter.cancel()
             raise
@@ -371,10 +383,6 @@ class DriverPool:
                 waiter.set_result(given)
                 return True
         return False
-
-    def _pass_on(self, taken: Taken) -> None:
-        if not self._hand(taken):
-            self._kept.append(taken)
 
     def _release(self) -> None:
         """One connection of this pool went back to SQLAlchemy's, or never came out."""
