@@ -1,6 +1,7 @@
 """Every path answers a method it does not take with 405 and an ``Allow`` naming exactly
-the methods the path takes: a literal path never falls to a route whose integer id it
-only looks like (issue 21: ``DELETE /v3/relay/subdomains/use_subdomain`` was a 404)."""
+the methods the path takes (HEAD wherever GET): a literal path never falls to a route
+whose integer id it only looks like (issue 21: ``DELETE
+/v3/relay/subdomains/use_subdomain`` was a 404)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from fastapi import FastAPI
 from starlette.routing import BaseRoute, Mount
 
 from maskmail.api.allow import METHODS
+from maskmail.api.head import with_head
 from tests.api.conftest import Caller
 
 pytestmark = pytest.mark.anyio
@@ -32,11 +34,12 @@ def _routes(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, se
 
 
 def _paths(app: FastAPI) -> dict[str, set[str]]:
-    """Each route's path, its ids filled in, with the methods every route of it takes."""
+    """Each route's path, its ids filled in, with the methods every route of it takes, and
+    HEAD wherever GET (api/head.py)."""
     taken: dict[str, set[str]] = {}
     for template, methods in _routes(app.routes):
         taken.setdefault(_PARAM.sub("1", template), set()).update(methods)
-    return taken
+    return {path: set(with_head(methods)) for path, methods in taken.items()}
 
 
 @pytest.mark.slow

@@ -70,7 +70,7 @@ async def test_htmx_gets_the_message_alone(app: FastAPI) -> None:
     assert answer.status_code == 404 and answer.text == "There is no such page."
 
 
-@pytest.mark.parametrize(("method", "path", "allowed"), [("PUT", "/keys", "GET, POST")])
+@pytest.mark.parametrize(("method", "path", "allowed"), [("PUT", "/keys", "GET, HEAD, POST")])
 async def test_a_method_a_dashboard_path_does_not_take_is_a_405_page(
     app: FastAPI, method: str, path: str, allowed: str
 ) -> None:
@@ -85,7 +85,7 @@ async def test_a_method_an_api_path_does_not_take_is_json(app: FastAPI) -> None:
         answer = await client.put(BASE, headers=BROWSER)
     body = {"code": "method_not_allowed", "message": "Method Not Allowed", "details": {}}
     assert_json(answer, 405, body)
-    assert answer.headers["allow"] == "GET, POST"
+    assert answer.headers["allow"] == "GET, HEAD, POST"
 
 
 async def test_an_oversized_dashboard_form_is_a_413_page_and_changes_nothing(

@@ -13,19 +13,26 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 
+from maskmail.api.head import with_head
+
 METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
 
 
 def allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
     """The methods some route answers on the request's path: each one asked of the routes
-    as they match, so that routers included in routers are seen too."""
-    return [
-        method
-        for method in METHODS
-        if any(
-            route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes
-        )
-    ]
+    as they match, so that routers included in routers are seen too; HEAD wherever GET
+    (api/head.py)."""
+    taken = with_head(
+        {
+            method
+            for method in METHODS
+            if any(
+                route.matches({**request.scope, "method": method})[0] is Match.FULL
+                for route in routes
+            )
+        }
+    )
+    return [method for method in METHODS if method in taken]
 
 
 def install(app: FastAPI) -> None:

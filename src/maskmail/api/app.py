@@ -153,7 +153,7 @@ def finish(app: FastAPI, settings: Settings, pages: ScopeAnswer | None = None) -
         cors=lambda inner: CORSMiddleware(
             inner,
             allow_origins=settings.cors_origin_list,
-            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+            allow_methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
             allow_headers=list(CORS_HEADERS),
             expose_headers=["Retry-After", "WWW-Authenticate"],
             max_age=600,

@@ -6,6 +6,7 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import JSONResponse, Response
 
 from maskmail.api import metrics
+from maskmail.api.head import HeadAsGet
 from maskmail.config import Settings
 from maskmail.readiness import Readiness
 
@@ -37,4 +38,5 @@ def health_app(readiness: Readiness, settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.include_router(router)
     app.include_router(metrics.router)
+    app.add_middleware(HeadAsGet)
     return app

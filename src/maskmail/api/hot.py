@@ -7,6 +7,10 @@ middleware, the innermost, calls the same endpoint functions directly. Every mid
 outside it (paths, CORS, body limit) still applies, errors are answered by the one
 mapping (http_shared/problems.py), and FastAPI keeps the routes for its documentation and for
 every other method.
+
+Being the last layer before routing, it is also where a HEAD becomes the GET of its path
+(``api/head.py``): only after the GET's own lookup has missed, so that a GET pays nothing
+for it, and a HEAD to the list takes the hot route as its GET does.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from maskmail.api import errors
+from maskmail.api.head import HEAD, as_get
 from maskmail.api.proxy import ROUTE_PATH, route_path
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -38,7 +43,10 @@ class HotRoutes:
         path = scope.get(ROUTE_PATH) or route_path(scope)
         endpoint = self.routes.get((scope["method"], path))
         if endpoint is None:
-            await self.app(scope, receive, send)
+            if scope["method"] == HEAD:
+                await as_get(self, scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
             return
         request = Request(scope, receive, send)
         try:

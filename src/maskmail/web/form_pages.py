@@ -5,7 +5,8 @@ or a copied URL. A bare 405 tells the person nothing; a 303 to the form's page l
 go on. The page is found from the path alone (the longest of its leading parts that is a
 dashboard page, the home page at the least), before any session is read: a signed-out
 visitor learns nothing new and then gets that page's own sign-in redirect. The POST
-routes themselves, and their CSRF checks, are untouched.
+routes themselves, and their CSRF checks, are untouched. A HEAD is answered as its GET,
+here as on every path (``api/head.py``): these routes take GET alone.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from maskmail.web.error_pages import PageRoute
 from maskmail.web.render import back_to
 
 HOME = "/"
-GETS = frozenset({"GET", "HEAD"})
+GET = frozenset({"GET"})
 # The name of the routes added here: they answer a GET, but show no page.
 FORM_PAGE = "form_page"
 
@@ -46,7 +47,7 @@ def _taking(routes: Iterable[BaseRoute], methods: frozenset[str]) -> set[str]:
 
 def pages(routes: Iterable[BaseRoute]) -> frozenset[str]:
     """The paths (templates) that a page answers by GET."""
-    return frozenset(_taking(routes, GETS))
+    return frozenset(_taking(routes, GET))
 
 
 def post_only(routes: Iterable[BaseRoute]) -> list[str]:
@@ -76,7 +77,7 @@ def _sender(page: str) -> Callable[[Request], Awaitable[Response]]:
 
 
 def add_to(router: APIRouter) -> None:
-    """Give every POST-only path of ``router`` its GET and HEAD: a 303 to the form's page.
+    """Give every POST-only path of ``router`` its GET: a 303 to the form's page.
     Call it once every page's routes are in."""
     routes = routes_of(router)
     shown = pages(routes)
@@ -84,7 +85,7 @@ def add_to(router: APIRouter) -> None:
         router.add_api_route(
             path,
             _sender(form_page(path, shown)),
-            methods=sorted(GETS),
+            methods=sorted(GET),
             name=FORM_PAGE,
             include_in_schema=False,
             route_class_override=PageRoute,
