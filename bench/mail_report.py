@@ -71,9 +71,9 @@ def round_ratio(mine: list[MailFigures], theirs: list[MailFigures]) -> float | N
 
 def table(results: dict[Key, list[MailFigures]]) -> list[str]:
     rows = [
-        "| backend | system | msg/s | p50 ms | p99 ms | CPU ms/msg | peak PSS MB | peak RSS MB"
-        " | processes | errors | x Postfix |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | system | msg/s | p50 ms | p99 ms | CPU ms/msg | load+sink CPU ms/msg"
+        " | peak PSS MB | peak RSS MB | processes | errors | x Postfix |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (backend, system), figs in results.items():
         ratio = (
@@ -87,7 +87,8 @@ def table(results: dict[Key, list[MailFigures]]) -> list[str]:
 
         rows.append(
             f"| {backend} | {system} | {mid('rate'):,.0f} | {mid('p50_ms'):,.0f} "
-            f"| {mid('p99_ms'):,.0f} | {mid('cpu_ms'):.2f} | {mid('pss_mb'):.0f} "
+            f"| {mid('p99_ms'):,.0f} | {mid('cpu_ms'):.2f} | {mid('harness_ms'):.2f} "
+            f"| {mid('pss_mb'):.0f} "
             f"| {mid('rss_mb'):.0f} | {max(f.processes for f in figs)} "
             f"| {sum(f.errors for f in figs)} | {'-' if ratio is None else f'{ratio:.2f}'} |"
         )
@@ -138,7 +139,9 @@ def section(
         f" per measurement, {plan.reps} rounds of {' then '.join(SYSTEMS)} after a"
         f" {plan.warmup}-message warm-up each; medians shown, the ratio is the median of"
         " per-round ratios. CPU is the server's whole process tree (Postfix: master and every"
-        " child, exited ones included); PSS is summed over the tree and sampled every 0.1 s;"
+        " child, exited ones included); load+sink is the CPU of the load (its start-up"
+        " included) and of the sink, which share the cores with the system under test;"
+        " PSS is summed over the tree and sampled every 0.1 s;"
         " peak RSS is the largest high-water mark (VmHWM) among maskmail's processes (the"
         " parent and each worker) and, for Postfix, the sampled sum over its processes"
         " (which counts shared pages many times).",
