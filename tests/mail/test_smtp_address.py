@@ -35,7 +35,8 @@ PIECES = [
 PART = st.text(alphabet=ATEXT + ".", max_size=12) | st.lists(
     st.sampled_from(PIECES), max_size=4
 ).map("".join)
-# After ">": white space, comments and the space the parser does not skip, then more.
+# After ">": space and tab, which the parser skips, and other white space after them;
+# other white space first, which it keeps; a comment.
 REST = st.builds(str.__add__, st.text(alphabet=" \t\xa0\u2003(", max_size=3), PART)
 ARGS = (
     st.text(alphabet=ATEXT + SPECIALS, max_size=40)
