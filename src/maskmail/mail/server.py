@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 from collections import Counter
 from dataclasses import dataclass
@@ -137,13 +138,47 @@ class RelaySMTP(SMTP):
 
         aiosmtpd's parser reads a CR inside ``<...>`` as folding white space and drops
         it, and answers 553 for what it cannot parse; the handler answers 501 for both.
+        The plain forms nearly every client sends are read by ``_plain`` instead.
         """
         if any(c in arg for c in "\r\n\x00"):
             return arg.strip(), ""
-        address, rest = super()._getaddr(arg)
+        plain = _plain(arg, self.local_part_limit)
+        address, rest = super()._getaddr(arg) if plain is None else plain
         if address is None:
             return arg.strip().strip("<>") or "<>", ""
         return address, rest
+
+
+# RFC 5322's atext, ASCII only. A dot-atom of it holds no special, no white space and no
+# line break, so the email package's parser reads it back as it is, and so does this.
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_DOT_ATOM = rf"{_ATOM}(?:\.{_ATOM})*"
+_PLAIN = re.compile(rf"<(?:({_DOT_ATOM})@({_DOT_ATOM}))?>")
+
+
+def _plain(arg: str, local_part_limit: int) -> tuple[str, str] | None:
+    """What aiosmtpd's ``_getaddr`` gives for ``<local@domain>`` or ``<>`` and any
+    parameters after it, or None for any other form, which is left to it.
+
+    aiosmtpd reads every MAIL and RCPT argument with the email package's header parser,
+    which cost the mail plane about 7 % of its time; these forms it reads alike.
+    """
+    match = _PLAIN.match(arg)
+    if match is None:
+        return None
+    local, domain = match.groups()
+    rest = arg[match.end() :]
+    if local is None:
+        return "<>", rest  # the parser returns at once after "<>", leading space and all
+    if rest[:1] in (" ", "\t"):
+        rest = rest.lstrip()  # folding white space after ">", read as the parser reads it
+    if (
+        rest.startswith("(")  # a comment
+        or "=?" in match[0]  # an encoded word, which the parser decodes
+        or (local_part_limit and len(local) > local_part_limit)  # aiosmtpd's own answer
+    ):
+        return None
+    return f"{local}@{domain}", rest
 
 
 def _say(transport: asyncio.BaseTransport, line: str) -> None:
