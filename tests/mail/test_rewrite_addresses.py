@@ -27,7 +27,8 @@ _PIECES = [
 _SPECIALS = '<>@.,:;"\\()[] \t\r\n=?éø\udcff\x00\x7f'
 
 _BLANKS = st.sampled_from(["", " ", "  ", "\t", " \t "])
-_ATOM = st.sampled_from(["a", "Bob", "x.y", "o'n", "b-1", "#", "~x", "example.com"])
+_ENCODED = st.sampled_from(["=?utf-8?q?J=C3=BCrgen?=", "=?us-ascii?q?A?=", "=?x?b?QQ==?="])
+_ATOM = st.sampled_from(["a", "Bob", "x.y", "o'n", "b-1", "#", "~x", "example.com"]) | _ENCODED
 _WORD = st.one_of(_ATOM, _ATOM, _ATOM, st.text(alphabet=st.sampled_from("ab1'#.=?-é"), max_size=4))
 _AT = st.sampled_from(["@"] * 6 + ["", "@@"])
 # Quoted, mostly what a quoted name may hold, now and then what it may not.
