@@ -7,6 +7,7 @@ because re-serialising a parsed (multipart) message changes bytes and breaks sig
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email import policy
@@ -152,6 +153,16 @@ def _plain_addresses(value: str) -> list[Address] | None:
         position = mailbox.end()
 
 
+def addresses(name: str, value: str) -> Sequence[Address]:
+    """The addresses of one raw field as ``structured`` gives them, raising what it
+    raises; plain ones without the header registry (``_plain_addresses``). Only after
+    any check of the raw length."""
+    plain = _plain_addresses(value)
+    if plain is not None:
+        return plain
+    return tuple(getattr(structured([(name, value)])[0], "addresses", ()))
+
+
 def _address_list(name: str, value: str) -> list[Address]:
     """The addresses of one field, or none when it is unparseable or too long to parse.
 
@@ -161,11 +172,8 @@ def _address_list(name: str, value: str) -> list[Address]:
     """
     if len(value) > MAX_ADDRESS_HEADER:
         return []
-    plain = _plain_addresses(value)
-    if plain is not None:
-        return plain
     try:
-        found = list(getattr(structured([(name, value)])[0], "addresses", ()))
+        found = addresses(name, value)
     except (HeaderParseError, IndexError, ValueError, TypeError, AttributeError, RecursionError):
         return []
     return [address for address in found if isinstance(address, Address)]
