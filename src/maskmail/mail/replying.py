@@ -63,9 +63,7 @@ def _from_addresses(headers: Message) -> list[str] | None:
         return None
     try:
         found = [
-            address.addr_spec
-            for header in rewrite.structured(raw)
-            for address in getattr(header, "addresses", ())
+            address.addr_spec for name, value in raw for address in rewrite.addresses(name, value)
         ]
     except (ValueError, IndexError, TypeError, AttributeError, RecursionError):
         # The email package's address parser raises all of these on hostile headers.
