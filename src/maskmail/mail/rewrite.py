@@ -17,6 +17,7 @@ from email.message import Message
 from email.parser import Parser
 from email.utils import format_datetime, formataddr
 
+from maskmail.core.dot_atom import ATEXT, DOT_ATOM
 from maskmail.core.spam import VERDICT_HEADERS
 
 LOOP_HEADER = "X-Maskmail-Loop"
@@ -114,13 +115,11 @@ def structured(fields: Fields) -> list[BaseHeader]:
 # One mailbox in its plain form: addr@domain, or an optional display name (atoms apart
 # by blanks, or one quoted string without backslashes) before <addr@domain>; both parts
 # of the address dot-atoms. Printable ASCII only: no comments, groups or line breaks.
-_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_DOT_ATOM = rf"{_ATEXT}+(?:\.{_ATEXT}+)*"
 _QTEXT = r"[\t\x20\x21\x23-\x5b\x5d-\x7e]"  # printable but the quote and the backslash
 _PLAIN_MAILBOX = re.compile(
-    rf"[ \t]*(?:(?P<bare_user>{_DOT_ATOM})@(?P<bare_domain>{_DOT_ATOM})"
-    rf'|(?:(?P<phrase>{_ATEXT}+(?:[ \t]+{_ATEXT}+)*)|"(?P<quoted>{_QTEXT}*)")?'
-    rf"[ \t]*<(?P<user>{_DOT_ATOM})@(?P<domain>{_DOT_ATOM})>)"
+    rf"[ \t]*(?:(?P<bare_user>{DOT_ATOM})@(?P<bare_domain>{DOT_ATOM})"
+    rf'|(?:(?P<phrase>{ATEXT}+(?:[ \t]+{ATEXT}+)*)|"(?P<quoted>{_QTEXT}*)")?'
+    rf"[ \t]*<(?P<user>{DOT_ATOM})@(?P<domain>{DOT_ATOM})>)"
     r"[ \t]*(?P<sep>,|\Z)"
 )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from aiosmtpd.smtp import SMTP
 
+from maskmail.core.dot_atom import DOT_ATOM
 from maskmail.mail import smtp_replies as replies
 from maskmail.mail.draining import OpenConnections
 from maskmail.mail.handler import RelayHandler
@@ -149,11 +150,7 @@ class RelaySMTP(SMTP):
         return address, rest
 
 
-# RFC 5322's atext, ASCII only. A dot-atom of it holds no special, no white space and no
-# line break, so the email package's parser reads it back as it is, and so does this.
-_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
-_DOT_ATOM = rf"{_ATOM}(?:\.{_ATOM})*"
-_PLAIN = re.compile(rf"<(?:({_DOT_ATOM})@({_DOT_ATOM}))?>")
+_PLAIN = re.compile(rf"<(?:({DOT_ATOM})@({DOT_ATOM}))?>")
 
 
 def _plain(arg: str, local_part_limit: int) -> tuple[str, str] | None:
