@@ -158,7 +158,8 @@ def _plain(arg: str, local_part_limit: int) -> tuple[str, str] | None:
     parameters after it, or None for any other form, which is left to it.
 
     aiosmtpd reads every MAIL and RCPT argument with the email package's header parser,
-    which cost the mail plane about 7 % of its time; these forms it reads alike.
+    a visible share of the mail plane's time (docs/benchmarks.md); these forms it reads
+    alike.
     """
     match = _PLAIN.match(arg)
     if match is None:
