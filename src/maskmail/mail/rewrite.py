@@ -130,8 +130,9 @@ def _plain_addresses(value: str) -> list[Address] | None:
 
     That parser builds a token tree, its defects and a header class per value: for the
     From and Reply-To of every forward, the largest share of the mail plane's CPU after
-    the database and the sockets (docs/benchmarks.md). The forms real mail nearly always has are read here with one pattern instead;
-    anything else (encoded words included) still goes to the parser.
+    the database and the sockets (docs/benchmarks.md). The forms real mail nearly always
+    has are read here with one pattern instead; anything else (encoded words included)
+    still goes to the parser.
     """
     if "=?" in value:
         return None

@@ -43,8 +43,8 @@ class SmarthostClient(aiosmtplib.SMTP):
     would change nothing.
 
     aiosmtplib rewrites every line ending, CRLF ones too, and then dot-stuffs, each with
-    a regex over the whole message: together about 4.5 % of the mail plane's CPU on a
-    10 KB forward, for a message whose line endings are nearly always CRLF already
+    a regex over the whole message (a visible share of the mail plane's CPU,
+    docs/benchmarks.md), for a message whose line endings are nearly always CRLF already
     (maskmail writes its headers so; the body arrives as SMTP lines, which keep a bare
     CR or LF only when the sender put one there). Byte counts prove that case and
     ``bytes.replace`` stuffs it; any other message, or a first command on a connection
