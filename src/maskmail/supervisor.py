@@ -2,8 +2,8 @@
 a parent that does nothing else.
 
 The parent opens the listening sockets (or takes those systemd passed), then forks the
-workers, which share them: the kernel hands each new connection to whichever worker
-accepts it first (a burst may all go to one). One shared socket rather than one per
+workers, which share them; each takes its connections with ``mail/accepting.py``, so
+that a burst spreads over them. One shared socket rather than one per
 worker with SO_REUSEPORT, because systemd passes one socket per port (the workers would
 share it then anyway), and because a connection waiting to be accepted when a worker
 dies is taken by another worker, where SO_REUSEPORT would reset the connections queued

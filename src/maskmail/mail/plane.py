@@ -22,7 +22,7 @@ from maskmail.mail.handler import RelayHandler
 from maskmail.mail.outbound import Outbox, Smarthost
 from maskmail.mail.pending_counts import replay
 from maskmail.mail.policy import start_policy
-from maskmail.mail.server import start_smtp
+from maskmail.mail.server import Listening, start_smtp
 from maskmail.mail.spam import SpamJudge
 from maskmail.services.relay_domains import relay_domains
 from maskmail.startup import bind, inherited_socket
@@ -131,7 +131,7 @@ async def mail_plane(
     port: int,
     on_started: Callable[[], None] = lambda: None,
     sockets: Listeners | None = None,
-) -> AsyncIterator[asyncio.Server]:
+) -> AsyncIterator[Listening]:
     """The SMTP server, listening until the block ends; ``on_started`` runs once it
     listens (the entry point freezes the collector there). ``sockets`` are the listening
     sockets a worker of ``smtp --workers`` shares with the others."""

@@ -8,12 +8,13 @@ import re
 import socket
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiosmtpd.smtp import SMTP
 
 from maskmail.core.dot_atom import DOT_ATOM
 from maskmail.mail import smtp_replies as replies
+from maskmail.mail.accepting import SharedAcceptor
 from maskmail.mail.draining import OpenConnections
 from maskmail.mail.handler import RelayHandler
 from maskmail.startup import inherited_socket, listen_failure
@@ -187,11 +188,19 @@ def _say(transport: asyncio.BaseTransport, line: str) -> None:
         write(f"{line}\r\n".encode())
 
 
+class Listening(Protocol):
+    """What takes the connections: the event loop's server, or a ``SharedAcceptor``."""
+
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
+
+
 @dataclass
 class SmtpServer:
     """The listening server and the sessions it holds."""
 
-    server: asyncio.Server
+    server: Listening
     gate: ConnectionGate
 
     def close(self) -> None:
@@ -222,9 +231,9 @@ async def start_smtp(
     idle_timeout: float,
     sock: socket.socket | None = None,
 ) -> SmtpServer:
-    """Listen on ``sock`` when given (``smtp --workers`` shares one), else on the
-    socket systemd passed for ``port``, else on ``host:port``; the banner names the host
-    and nothing about the software."""
+    """Listen on ``sock`` when given (``smtp --workers`` shares one; taken from by a
+    ``SharedAcceptor``), else on the socket systemd passed for ``port``, else on
+    ``host:port``; the banner names the host and nothing about the software."""
     loop = asyncio.get_running_loop()
     gate = ConnectionGate(max_connections, max_per_client)
 
@@ -241,7 +250,9 @@ async def start_smtp(
             loop=loop,
         )
 
-    inherited = sock or inherited_socket(port)
+    if sock is not None:
+        return SmtpServer(SharedAcceptor(sock, factory, lambda: gate.connections.count), gate)
+    inherited = inherited_socket(port)
     try:
         if inherited is not None:
             return SmtpServer(await loop.create_server(factory, sock=inherited), gate)
