@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import dkim
 import pytest
+from aiosmtplib.protocol import normalize_message_line_endings
 
 from maskmail.mail.dkim import Signer, dns_record, generate_key, txt_value
 from tests.mail.conftest import DOMAIN, Masks, Sink, message, send_async
@@ -63,3 +65,37 @@ async def test_forwards_are_signed_with_the_relay_domain(
     assert got.data.startswith(b"DKIM-Signature: ")
     assert f"d={DOMAIN};".encode() in got.data
     assert dkim.verify(got.data, dnsfunc=lambda name, timeout=5: txt_value(public).encode())
+
+
+# A body line ended by a bare CR, one by a bare LF, and both the wrong way round: each
+# reaches the smarthost as CRLF (aiosmtplib sends every line ending so).
+STRAY_ENDINGS = [b"one\rtwo\r\n", b"one\ntwo\r\n", b"one\n\rtwo \r\n"]
+
+
+def dns_for(public: bytes) -> Callable[..., bytes]:
+    return lambda name, timeout=5: txt_value(public).encode()
+
+
+@pytest.mark.parametrize("body", STRAY_ENDINGS)
+def test_what_is_signed_verifies_as_sent(body: bytes) -> None:
+    """Every caller (forwards, replies, notices) signs through Signer: the bytes it
+    returns verify once aiosmtplib has made their line endings CRLF."""
+    private, public = generate_key()
+    signer = Signer(private, selector="maskmail", domain=DOMAIN)
+    signed = signer._sign(b"From: b@relay.test\r\nSubject: x\r\n\r\n" + body)
+    assert dkim.verify(normalize_message_line_endings(signed), dnsfunc=dns_for(public))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("body", STRAY_ENDINGS)
+async def test_a_forward_with_stray_line_endings_verifies_at_the_smarthost(
+    signing_relay: tuple[int, bytes], sink: Sink, masks: Masks, body: bytes
+) -> None:
+    port, public = signing_relay
+    mask = await masks.make()
+    # smtplib sends bytes as given: the relay receives the stray CR or LF.
+    raw = message(to=mask.address).replace(b"Hello there.\r\n", body)
+    await send_async(port, "alice@example.com", [mask.address], raw)
+    [got] = sink.messages
+    assert b"one\r\n" in got.data
+    assert dkim.verify(got.data, dnsfunc=dns_for(public))

@@ -9,12 +9,17 @@ from pathlib import Path
 import dkim
 
 from maskmail.core.dkim_keys import KEY_BITS, dns_record, generate_key, txt_value
+from maskmail.mail.smtp_pool import wire_form
 
 __all__ = ["KEY_BITS", "Signer", "dns_record", "generate_key", "load_signer", "txt_value"]
 
 
 class Signer:
-    """Signs with the relay domain, so forwards pass DMARC with an aligned DKIM signature."""
+    """Signs with the relay domain, so forwards pass DMARC with an aligned DKIM signature.
+
+    Every signed message (forwards, replies, notices) passes here and leaves in
+    ``wire_form``, so that the signature covers the bytes the receiver verifies.
+    """
 
     def __init__(self, private_key: bytes, *, selector: str, domain: str) -> None:
         self.private_key = private_key
@@ -22,6 +27,7 @@ class Signer:
         self.domain = domain.encode("idna")
 
     def _sign(self, message: bytes) -> bytes:
+        message = wire_form(message)
         signature: bytes = dkim.sign(
             message,
             self.selector,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import aiosmtplib
+from aiosmtplib.protocol import normalize_message_line_endings
 from aiosmtplib.typing import Default
 
 MAX_IDLE_CONNECTIONS = 16
@@ -22,14 +23,30 @@ IDLE_SECONDS = 5.0
 MAX_AGE_SECONDS = 300.0
 
 
+def _in_wire_form(message: bytes) -> bool:
+    """Every CR and LF in ``message`` is part of a CRLF, and it ends with one: byte
+    counts prove it without a copy."""
+    crlf = message.count(b"\r\n")
+    if not message.endswith(b"\r\n") or message.count(b"\r") != crlf:
+        return False
+    return message.count(b"\n") == crlf
+
+
+def wire_form(message: bytes) -> bytes:
+    """``message`` with the line endings aiosmtplib sends it with (a bare CR or LF made
+    CRLF, one CRLF at the end): ``message`` itself when it has them already.
+
+    What is DKIM-signed must be this, as the receiver verifies what it received: dkimpy
+    takes a bare LF for a line break but a bare CR for a body byte.
+    """
+    return message if _in_wire_form(message) else normalize_message_line_endings(message)
+
+
 def data_on_the_wire(message: bytes) -> bytes | None:
     """What aiosmtplib sends after DATA for ``message`` (line endings made CRLF, lines
     starting with a dot dot-stuffed, the terminator), if its line endings are all CRLF
     already and it ends with one; None otherwise."""
-    crlf = message.count(b"\r\n")
-    if not message.endswith(b"\r\n") or message.count(b"\r") != crlf:
-        return None
-    if message.count(b"\n") != crlf:
+    if not _in_wire_form(message):
         return None
     # Every LF ends a line here, so a line starts with a dot where "\n." is, or at 0.
     stuffed = message.replace(b"\n.", b"\n..")
@@ -46,12 +63,13 @@ class SmarthostClient(aiosmtplib.SMTP):
     a regex over the whole message (a visible share of the mail plane's CPU,
     docs/benchmarks.md), for a message whose line endings are nearly always CRLF already
     (maskmail writes its headers so; the body arrives as SMTP lines, which keep a bare
-    CR or LF only when the sender put one there). Byte counts prove that case and
-    ``bytes.replace`` stuffs it; any other message, or a first command on a connection
-    not yet greeted, goes through the library's own ``data``. The bytes on the wire are
-    the same either way (tests/mail/test_smtp_wire.py). Only the library's public
-    commands are used, so the command lock is not held between DATA's two steps as the
-    library does; the pool runs one transaction at a time on a connection.
+    CR or LF only when the sender put one there, and a signed message is in
+    ``wire_form``). Byte counts prove that case and ``bytes.replace`` stuffs it; any
+    other message, or a first command on a connection not yet greeted, goes through
+    the library's own ``data``. The bytes on the wire are the same either way
+    (tests/mail/test_smtp_wire.py). Only the library's public commands are used, so the
+    command lock is not held between DATA's two steps as the library does; the pool
+    runs one transaction at a time on a connection.
     """
 
     async def data(
