@@ -73,9 +73,12 @@ def test_no_argument_makes_the_reading_raise(arg: str, local_part_limit: int) ->
     assert isinstance(address, str) and isinstance(rest, str)
 
 
-@pytest.mark.parametrize(
-    "arg", ["<", "a@", "<@", '"', "<x@[<>", "a@[", "\\@[ ", "(" * 5000, "<" + "(" * 5000]
-)
+# Arguments the email package's parser raises on (IndexError, AttributeError,
+# UnboundLocalError) rather than refusing; tests/mail/test_recipients.py sends them.
+PARSER_RAISES_ON = ["<", "a@", "<@", '"', "<x@[<>", "a@[", "\\@[ "]
+
+
+@pytest.mark.parametrize("arg", [*PARSER_RAISES_ON, "(" * 5000, "<" + "(" * 5000])
 def test_an_argument_the_parser_raises_on_is_read_as_no_address(arg: str) -> None:
     # aiosmtpd answers an empty address with its own 501 syntax line, MAIL and RCPT alike.
     assert read(arg) == read_plainly(arg) == ("", "")
