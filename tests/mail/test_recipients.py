@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import smtplib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from tests.mail.conftest import (
     send_async,
     session,
 )
+from tests.mail.test_smtp_address import PARSER_RAISES_ON
 from tests.support import free_port
 
 pytestmark = pytest.mark.anyio
@@ -101,6 +103,27 @@ async def test_cr_lf_injection_in_mail_and_rcpt_is_501(
     assert codes[6] == 500  # the rest of the split line is no command
     assert sink.messages == []
     assert await mask.counters() == ZERO
+
+
+async def test_an_argument_the_parser_breaks_on_is_501_and_the_session_goes_on(
+    relay: int, masks: Masks, sink: Sink, caplog: pytest.LogCaptureFixture
+) -> None:
+    mask = await masks.make()
+    commands = []
+    for arg in PARSER_RAISES_ON:
+        commands += [
+            f"MAIL FROM:{arg}".encode(),
+            b"MAIL FROM:<alice@example.com>",
+            f"RCPT TO:{arg}".encode(),
+            f"RCPT TO:<{mask.address}>".encode(),
+            b"RSET",
+        ]
+    with caplog.at_level(logging.ERROR):
+        replies = await asyncio.to_thread(session, relay, *commands)
+    codes = [code for code, _ in replies]
+    assert codes == [501, 250, 501, 250, 250] * len(PARSER_RAISES_ON)
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert sink.messages == []
 
 
 async def test_second_relay_recipient_gets_452_and_the_first_is_delivered(

@@ -141,11 +141,22 @@ class RelaySMTP(SMTP):
         aiosmtpd's parser reads a CR inside ``<...>`` as folding white space and drops
         it, and answers 553 for what it cannot parse; the handler answers 501 for both.
         The plain forms nearly every client sends are read by ``_plain`` instead.
+
+        On some malformed arguments (``<``, ``a@``, ``<x@[<>``) the email package's
+        parser raises IndexError, AttributeError and the like rather than refusing
+        them, which would reach ``handle_exception``: a 451 that the client retries for
+        ever. The empty address gets aiosmtpd's own 501 syntax line, at MAIL and RCPT
+        alike; the fallback below would not do at MAIL, where the handler takes any sender.
         """
         if any(c in arg for c in "\r\n\x00"):
             return arg.strip(), ""
         plain = _plain(arg, self.local_part_limit)
-        address, rest = super()._getaddr(arg) if plain is None else plain
+        if plain is not None:
+            return plain
+        try:
+            address, rest = super()._getaddr(arg)
+        except Exception:  # whatever the parser raises, it is the argument it cannot read
+            return "", ""
         if address is None:
             return arg.strip().strip("<>") or "<>", ""
         return address, rest
