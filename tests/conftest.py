@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -18,6 +19,21 @@ from tests.support import BACKENDS, free_port, fresh_database
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """No gpg-agent of the tests' outlives them."""
     stop_agent()
+
+
+@pytest.fixture(autouse=True)
+def logging_as_found() -> Iterator[None]:
+    """Each test sees the loggers as a new process has them: uvicorn's Config turns the
+    access log's propagation off in the process that builds it, and one test's server
+    would otherwise decide what a later test on the same worker sees."""
+    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+    kept = [(logging.getLogger(n), logging.getLogger(n).handlers[:]) for n in names]
+    states = [(logger.level, logger.propagate, logger.disabled) for logger, _ in kept]
+    yield
+    for (logger, handlers), (level, propagate, disabled) in zip(kept, states, strict=True):
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate, logger.disabled = propagate, disabled
 
 
 @pytest.fixture
