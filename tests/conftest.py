@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from maskmail.logs import QUIET_LIBRARIES
 from maskmail.store.engine import create_engine
 from maskmail.store.migrate import upgrade
 from tests import profiles  # noqa: F401  (registers the check profile before it is loaded)
@@ -23,10 +24,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(autouse=True)
 def logging_as_found() -> Iterator[None]:
-    """Each test sees the loggers as a new process has them: uvicorn's Config turns the
-    access log's propagation off in the process that builds it, and one test's server
-    would otherwise decide what a later test on the same worker sees."""
-    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+    """Each test sees the loggers as it found them. uvicorn's Config turns the access
+    log's propagation off in the process that builds it, and ``logs.configure`` sets
+    levels: one test would otherwise decide what a later test on
+    the same worker sees."""
+    names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi", *QUIET_LIBRARIES)
     kept = [(logging.getLogger(n), logging.getLogger(n).handlers[:]) for n in names]
     states = [(logger.level, logger.propagate, logger.disabled) for logger, _ in kept]
     yield
