@@ -26,13 +26,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def logging_as_found() -> Iterator[None]:
     """Each test sees the loggers as it found them. uvicorn's Config turns the access
     log's propagation off in the process that builds it, and ``logs.configure`` sets
-    levels: one test would otherwise decide what a later test on
-    the same worker sees."""
+    levels: one test would otherwise decide what a later test on the same worker sees."""
     names = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi", *QUIET_LIBRARIES)
-    kept = [(logging.getLogger(n), logging.getLogger(n).handlers[:]) for n in names]
-    states = [(logger.level, logger.propagate, logger.disabled) for logger, _ in kept]
+    loggers = [logging.getLogger(name) for name in names]
+    kept = [(g, g.handlers[:], g.level, g.propagate, g.disabled) for g in loggers]
     yield
-    for (logger, handlers), (level, propagate, disabled) in zip(kept, states, strict=True):
+    for logger, handlers, level, propagate, disabled in kept:
         logger.handlers[:] = handlers
         logger.setLevel(level)
         logger.propagate, logger.disabled = propagate, disabled
